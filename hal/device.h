@@ -1,0 +1,57 @@
+// Devices: one logical accelerator (or the CPU) with its allocator, its
+// command buffers, executables and semaphores, and one queue.
+#ifndef OSPREY_HAL_DEVICE_H_
+#define OSPREY_HAL_DEVICE_H_
+
+#include <cstdint>
+#include <span>
+
+#include "hal/allocator.h"
+#include "hal/command_buffer.h"
+#include "hal/executable.h"
+#include "hal/resource.h"
+#include "hal/semaphore.h"
+
+namespace osprey::hal {
+
+enum class WaitMode : uint32_t {
+  kAll = 0,  // Wait until every semaphore reaches its value.
+  kAny = 1,  // Wait until one does.
+};
+
+class Device : public Resource {
+ public:
+  // "cpu-sync", "cpu-task", "npu", ...; borrowed, never null.
+  virtual const char* id() const = 0;
+  // Borrowed; valid while the device lives.
+  virtual Allocator* allocator() const = 0;
+  virtual osprey::Allocator* host_allocator() const = 0;
+
+  virtual StatusOr<ref_ptr<CommandBuffer>> CreateCommandBuffer(CommandBufferMode mode) = 0;
+  virtual StatusOr<ref_ptr<Semaphore>> CreateSemaphore(uint64_t initial_value) = 0;
+  virtual StatusOr<ref_ptr<ExecutableCache>> CreateExecutableCache() = 0;
+
+  // Waits for |wait| semaphores, runs |command_buffers| in order, then
+  // signals |signal| semaphores. Drivers may return before the work is
+  // done. If the work fails, the signal semaphores fail with the error
+  // (and later waits see it); the call itself only returns errors found
+  // before submission (bad arguments, command buffer not ended).
+  virtual Status QueueExecute(const SemaphoreList& wait,
+                              std::span<CommandBuffer* const> command_buffers,
+                              const SemaphoreList& signal) = 0;
+
+  // Blocks until the semaphores reach their values (all or any) or the
+  // absolute |deadline_ns| passes (DEADLINE_EXCEEDED).
+  virtual Status WaitSemaphores(WaitMode mode, const SemaphoreList& semaphores,
+                                int64_t deadline_ns);
+};
+
+// A key=value option passed at device creation (e.g. "task_workers=2").
+struct DeviceParam {
+  const char* key;
+  const char* value;
+};
+
+}  // namespace osprey::hal
+
+#endif  // OSPREY_HAL_DEVICE_H_
