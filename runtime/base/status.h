@@ -162,7 +162,14 @@ class [[nodiscard]] StatusOr {
 
   bool ok() const { return status_.ok(); }
   const Status& status() const& { return status_; }
-  Status status() && { return ok() ? Status() : std::move(status_); }
+  // Moves the error out; the StatusOr stays an error (code only) so that its
+  // destructor never destroys a value that was not constructed.
+  Status status() && {
+    if (ok()) return Status();
+    Status moved = std::move(status_);
+    status_ = Status(moved.code());
+    return moved;
+  }
 
   T& value() & { OSPREY_DCHECK(ok()); return *ptr(); }
   const T& value() const& { OSPREY_DCHECK(ok()); return *ptr(); }
