@@ -40,6 +40,7 @@ class BufferView : public Resource {
   BufferView() = default;
   template <typename T, typename... Args>
   friend StatusOr<ref_ptr<T>> osprey::MakeRef(osprey::Allocator*, Args&&...);
+  friend class osprey::Allocator;  // Constructs through Allocator::New.
 
   ref_ptr<Buffer> buffer_;
   int64_t shape_[kMaxRank] = {};
