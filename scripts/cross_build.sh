@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Cross-builds the runtime libraries and the bare-metal firmware sample
+# (samples/bare_metal) for the bare-metal targets, then prints the
+# firmware's size and what the Osprey runtime libraries contribute to it.
+# Incremental: a configured build directory is only rebuilt.
+#
+#   scripts/cross_build.sh [--run] [TARGET...]
+#
+#   TARGET     cortex-m4 (size profile: MinSizeRel, status codes only),
+#              riscv32 (MinSizeRel, status messages on), cortex-m55.
+#              Default: $OSPREY_CROSS_TARGETS or "cortex-m4 riscv32".
+#   --run      also run each firmware under QEMU (scripts/qemu/run_firmware.sh)
+#
+#   OSPREY_CROSS_BUILD_PREFIX   build directories are <prefix><target>
+#                               (default: <repo>/build-)
+#   OSPREY_CORTEX_M4_BUILD_DIR  build directory for cortex-m4 (overrides the prefix;
+#                               likewise OSPREY_RISCV32_BUILD_DIR, OSPREY_CORTEX_M55_BUILD_DIR)
+#   OSPREY_CROSS_CMAKE_ARGS     extra cmake arguments for every target
+#   OSPREY_CROSS_BUILD_TARGETS  CMake targets to build (default: all, i.e. every
+#                               runtime library, driver and the firmware)
+#   OSPREY_JOBS                 parallel jobs (default 2)
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+prefix="${OSPREY_CROSS_BUILD_PREFIX:-$root/build-}"
+jobs="${OSPREY_JOBS:-2}"
+
+run=0
+targets=()
+for arg in "$@"; do
+  case "$arg" in
+    --run) run=1 ;;
+    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "cross_build.sh: unknown option '$arg'" >&2; exit 2 ;;
+    *) targets+=("$arg") ;;
+  esac
+done
+if ((${#targets[@]} == 0)); then
+  read -r -a targets <<< "${OSPREY_CROSS_TARGETS:-cortex-m4 riscv32}"
+fi
+
+# Prints the build directory of target $1.
+build_dir_of() {
+  local var="OSPREY_$(echo "$1" | tr 'a-z-' 'A-Z_')_BUILD_DIR"
+  echo "${!var:-$prefix$1}"
+}
+
+build_target() {
+  local target="$1"
+  local dir toolchain tool_prefix
+  dir="$(build_dir_of "$target")"
+  local args=(-DCMAKE_BUILD_TYPE=MinSizeRel)
+  case "$target" in
+    cortex-m4)
+      toolchain=cortex-m4; tool_prefix=arm-none-eabi-
+      args+=(-DOSPREY_STATUS_MESSAGES=OFF) ;;
+    cortex-m55)
+      toolchain=cortex-m55; tool_prefix=arm-none-eabi- ;;
+    riscv32)
+      toolchain=riscv32; tool_prefix=riscv64-unknown-elf- ;;
+    *)
+      echo "cross_build.sh: unknown target '$target' (cortex-m4, cortex-m55, riscv32)" >&2
+      return 2 ;;
+  esac
+
+  echo "=== cross build: $target in $dir"
+  if [[ ! -f "$dir/build.ninja" ]]; then
+    mkdir -p "$dir"
+    cmake -S "$root" -B "$dir" -G Ninja \
+      -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/$toolchain.cmake" \
+      "${args[@]}" ${OSPREY_CROSS_CMAKE_ARGS:-} > "$dir/configure.log" 2>&1 || {
+        cat "$dir/configure.log" >&2
+        echo "cross_build.sh: configuring $target FAILED" >&2
+        return 1
+      }
+  fi
+  local build_targets=()
+  if [[ -n "${OSPREY_CROSS_BUILD_TARGETS:-}" ]]; then
+    read -r -a build_targets <<< "$OSPREY_CROSS_BUILD_TARGETS"
+    build_targets=(--target "${build_targets[@]}")
+  fi
+  if ! cmake --build "$dir" -j"$jobs" "${build_targets[@]}"; then
+    echo "cross_build.sh: building $target FAILED" >&2
+    return 1
+  fi
+
+  local elf="$dir/bin/osprey_bare_metal_firmware.elf"
+  "${tool_prefix}size" "$elf"
+  if command -v python3 > /dev/null; then
+    python3 "$root/scripts/qemu/size_report.py" "$elf.map" --top 10 \
+      --cxxfilt "${tool_prefix}c++filt"
+  fi
+  if ((run)); then
+    bash "$root/scripts/qemu/run_firmware.sh" "$target" "$elf"
+  fi
+}
+
+status=0
+for target in "${targets[@]}"; do
+  build_target "$target" || status=1
+done
+if ((status != 0)); then
+  echo "cross_build.sh: FAILED" >&2
+fi
+exit "$status"

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Runs a bare-metal image on the QEMU board that matches its toolchain and
+# exits with the image's own exit code (passed back through semihosting).
+#
+#   scripts/qemu/run_firmware.sh TARGET ELF [ARG...]
+#
+#   TARGET  cortex-m4 (mps2-an386), cortex-m55 (mps3-an547), riscv32 (virt)
+#   ARG     passed to the image's main() as its command line
+#
+#   OSPREY_QEMU_TIMEOUT  seconds before the run counts as hung (default 60)
+#   OSPREY_QEMU_COUNT_INSNS=1  also print the number of guest instructions
+#                        executed (slow: QEMU runs one instruction per block)
+set -euo pipefail
+
+if (($# < 2)); then
+  echo "usage: run_firmware.sh TARGET ELF [ARG...]" >&2
+  exit 2
+fi
+target="$1"
+elf="$2"
+shift 2
+
+case "$target" in
+  cortex-m4) qemu=(qemu-system-arm -M mps2-an386 -cpu cortex-m4) ;;
+  cortex-m55) qemu=(qemu-system-arm -M mps3-an547) ;;
+  riscv32) qemu=(qemu-system-riscv32 -M virt -bios none) ;;
+  *) echo "run_firmware.sh: unknown target '$target'" >&2; exit 2 ;;
+esac
+if [[ ! -f "$elf" ]]; then
+  echo "run_firmware.sh: no image at $elf" >&2
+  exit 2
+fi
+
+semihosting="enable=on,target=native"
+if (($# > 0)); then
+  # Semihosting hands these to the image as its command line (picolibc's
+  # crt0 supplies argv[0] itself). Arguments may not contain commas.
+  for a in "$@"; do semihosting+=",arg=$a"; done
+fi
+qemu+=(-nographic -monitor none -semihosting-config "$semihosting" -kernel "$elf")
+
+timeout_s="${OSPREY_QEMU_TIMEOUT:-60}"
+if [[ "${OSPREY_QEMU_COUNT_INSNS:-0}" == "1" ]]; then
+  log="$(mktemp)"
+  trap 'rm -f "$log"' EXIT
+  set +e
+  timeout "$timeout_s" "${qemu[@]}" -accel tcg,one-insn-per-tb=on -d exec,nochain -D "$log"
+  rc=$?
+  set -e
+  echo "guest instructions executed: $(grep -c '^Trace ' "$log")"
+else
+  set +e
+  timeout "$timeout_s" "${qemu[@]}"
+  rc=$?
+  set -e
+fi
+if ((rc == 124)); then
+  echo "run_firmware.sh: $target image timed out after ${timeout_s}s" >&2
+fi
+exit "$rc"

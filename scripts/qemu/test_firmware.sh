@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# QEMU test driver (ctest label qemu): cross-builds the bare-metal firmware
+# for TARGET into BUILD_DIR (incrementally), runs it on the matching QEMU
+# board and checks its exit code.
+#
+#   scripts/qemu/test_firmware.sh TARGET BUILD_DIR [--expect-exit N] [ARG...]
+#
+#   --expect-exit N  pass only if the firmware exits with N (default 0)
+#   ARG              passed to the firmware's main()
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+if (($# < 2)); then
+  echo "usage: test_firmware.sh TARGET BUILD_DIR [--expect-exit N] [ARG...]" >&2
+  exit 2
+fi
+target="$1"
+build_dir="$2"
+shift 2
+expect=0
+if [[ "${1:-}" == "--expect-exit" ]]; then
+  expect="$2"
+  shift 2
+fi
+
+mkdir -p "$build_dir"
+var="OSPREY_$(echo "$target" | tr 'a-z-' 'A-Z_')_BUILD_DIR"
+export "$var=$build_dir"
+OSPREY_CROSS_BUILD_TARGETS=osprey_bare_metal_firmware \
+  bash "$root/scripts/cross_build.sh" "$target" > "$build_dir/cross_build.log" 2>&1 || {
+    cat "$build_dir/cross_build.log" >&2
+    echo "test_firmware.sh: cross build for $target FAILED" >&2
+    exit 1
+  }
+
+set +e
+bash "$root/scripts/qemu/run_firmware.sh" "$target" "$build_dir/bin/osprey_bare_metal_firmware.elf" "$@"
+rc=$?
+set -e
+if ((rc != expect)); then
+  echo "test_firmware.sh: $target firmware exited with $rc, expected $expect" >&2
+  exit 1
+fi
+echo "test_firmware.sh: $target firmware exited with $rc as expected"
