@@ -7,6 +7,7 @@
 
 #include "hal/device.h"
 #include "hal/resource.h"
+#include "runtime/base/platform/platform.h"
 
 namespace osprey::hal {
 
@@ -52,6 +53,7 @@ class DriverRegistry {
   static DriverRegistry* Default();
 
  private:
+  mutable platform::Mutex mutex_;
   const DriverFactory* factories_[kMaxDrivers] = {};
   size_t count_ = 0;
 };

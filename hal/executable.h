@@ -37,6 +37,11 @@ class Executable : public Resource {
 
   // Finds an export by name; NOT_FOUND if there is none.
   StatusOr<uint32_t> LookupExport(const char* name) const;
+
+  // Identifies the implementation family so a driver can check, without
+  // RTTI, that an executable recorded into its command buffers is one it
+  // can run (e.g. &hal::local::LocalExecutable::kKind). Null by default.
+  virtual const void* kind() const { return nullptr; }
 };
 
 enum class ExecutableCachingMode : uint32_t {

@@ -3,7 +3,11 @@
 
 #include <cstring>
 
+#include "hal/local/local_executable.h"
+
 namespace osprey::hal::local {
+
+const char LocalExecutable::kKind = 0;
 
 const HostImport* ImportTable::Find(const char* name) const {
   if (!name) return nullptr;

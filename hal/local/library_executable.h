@@ -75,7 +75,7 @@ class LibraryExecutable final : public LocalExecutable {
   ~LibraryExecutable() override;
 
   // Library name ("unnamed" if the library gave none). Borrowed.
-  const char* library_name() const { return library_name_; }
+  const char* library_name() const override { return library_name_; }
 
   uint32_t export_count() const override { return export_count_; }
   const ExportInfo& export_info(uint32_t ordinal) const override {

@@ -13,6 +13,20 @@ namespace osprey::hal::local {
 
 class LocalExecutable : public Executable {
  public:
+  // Value of kind() for every LocalExecutable (compare addresses).
+  static const char kKind;
+  const void* kind() const override { return &kKind; }
+
+  // |executable| as a LocalExecutable, or null if it is some other kind.
+  static const LocalExecutable* Cast(const Executable* executable) {
+    return executable && executable->kind() == &kKind
+               ? static_cast<const LocalExecutable*>(executable)
+               : nullptr;
+  }
+
+  // Name of the library the code came from, for diagnostics. Borrowed.
+  virtual const char* library_name() const { return "unknown"; }
+
   // The environment passed to every dispatch function (imports resolved).
   // Borrowed; valid while the executable lives.
   virtual const osprey_executable_environment_v1_t* environment() const = 0;

@@ -1,0 +1,58 @@
+// Device defaults: waiting on several semaphores.
+#include "hal/device.h"
+
+#include "runtime/base/platform/platform.h"
+
+namespace osprey::hal {
+
+namespace {
+
+// kAny over semaphores of unknown kind: poll with a growing sleep. Drivers
+// whose semaphores support notification override WaitSemaphores.
+Status WaitAny(const SemaphoreList& list, int64_t deadline_ns) {
+  int64_t backoff_ns = 1000;
+  while (true) {
+    for (size_t i = 0; i < list.size(); ++i) {
+      auto value = list.semaphores[i]->Query();
+      if (!value.ok()) {
+        return AbortedError("semaphore %zu of the wait failed: %s", i,
+                            value.status().message());
+      }
+      if (*value >= list.values[i]) return OkStatus();
+    }
+    const int64_t now = platform::MonotonicNanos();
+    if (now >= deadline_ns) {
+      return DeadlineExceededError("none of %zu semaphores reached its value before the deadline",
+                                   list.size());
+    }
+    int64_t sleep_ns = backoff_ns;
+    if (deadline_ns - now < sleep_ns) sleep_ns = deadline_ns - now;
+    platform::SleepNanos(sleep_ns);
+    if (backoff_ns < 1000000) backoff_ns *= 2;
+  }
+}
+
+}  // namespace
+
+Status Device::WaitSemaphores(WaitMode mode, const SemaphoreList& semaphores,
+                              int64_t deadline_ns) {
+  if (semaphores.semaphores.size() != semaphores.values.size()) {
+    return InvalidArgumentError("semaphore list has %zu semaphores but %zu values",
+                                semaphores.semaphores.size(), semaphores.values.size());
+  }
+  for (size_t i = 0; i < semaphores.size(); ++i) {
+    if (!semaphores.semaphores[i]) return InvalidArgumentError("semaphore %zu is null", i);
+  }
+  if (semaphores.size() == 0) return OkStatus();
+  if (mode == WaitMode::kAll || semaphores.size() == 1) {
+    for (size_t i = 0; i < semaphores.size(); ++i) {
+      OSPREY_RETURN_IF_ERROR(semaphores.semaphores[i]->Wait(semaphores.values[i], deadline_ns),
+                             "waiting for semaphore %zu of %zu to reach %llu", i,
+                             semaphores.size(), (unsigned long long)semaphores.values[i]);
+    }
+    return OkStatus();
+  }
+  return WaitAny(semaphores, deadline_ns);
+}
+
+}  // namespace osprey::hal

@@ -1,0 +1,156 @@
+// Heap allocator and heap buffers over host memory.
+#include "hal/local/heap_allocator.h"
+
+#include <cstdint>
+#include <utility>
+
+namespace osprey::hal::local {
+
+using ull = unsigned long long;
+
+// A buffer whose contents are host memory, owned (allocated) or imported.
+class HeapBuffer final : public Buffer {
+ public:
+  HeapBuffer(HeapAllocator* allocator, const BufferParams& params, DeviceSize length,
+             uint8_t* data, bool owned, ReleaseCallback release)
+      : Buffer(allocator, params.type, params.usage, params.access, 0, length),
+        allocator_(allocator),
+        data_(data),
+        owned_(owned),
+        release_(release) {}
+
+  ~HeapBuffer() override {
+    if (owned_) {
+      allocator_->data_allocator_->Free(data_);
+      allocator_->bytes_allocated_.fetch_sub(byte_length());
+    } else if (release_.fn) {
+      release_.fn(release_.user_data, data_);
+    }
+  }
+
+ protected:
+  Status MapRangeImpl(MemoryAccess access, DeviceSize offset, DeviceSize length,
+                      uint8_t** out_data) override {
+    *out_data = data_ + offset;
+    return OkStatus();
+  }
+
+ private:
+  ref_ptr<HeapAllocator> allocator_;  // Keeps the memory source alive.
+  uint8_t* data_;
+  bool owned_;
+  ReleaseCallback release_;
+};
+
+StatusOr<ref_ptr<HeapAllocator>> HeapAllocator::Create(osprey::Allocator* host_allocator,
+                                                       osprey::Allocator* data_allocator) {
+  if (!host_allocator) return InvalidArgumentError("heap allocator needs a host allocator");
+  return MakeRef<HeapAllocator>(host_allocator, host_allocator,
+                                data_allocator ? data_allocator : host_allocator);
+}
+
+namespace {
+
+void ResolveType(BufferParams* params) {
+  MemoryType type = params->type;
+  if (AnyBitSet(type, MemoryType::kOptimal)) {
+    // Host memory is what the CPU sees best; device-visible so commands can
+    // use it. Explicit bits the caller added stay.
+    type = (type & ~MemoryType::kOptimal) | MemoryType::kHostLocal | MemoryType::kHostCoherent |
+           MemoryType::kDeviceVisible;
+  }
+  if (AnyBitSet(type, MemoryType::kDeviceLocalBit)) type |= MemoryType::kDeviceVisible;
+  if (AnyBitSet(type, MemoryType::kHostLocalBit)) type |= MemoryType::kHostVisible;
+  params->type = type;
+}
+
+}  // namespace
+
+Status HeapAllocator::CheckParams(const BufferParams& params, DeviceSize length) {
+  if (!AnyBitSet(params.type, MemoryType::kHostVisible | MemoryType::kDeviceVisible)) {
+    return InvalidArgumentError(
+        "memory type 0x%x is visible to neither the host nor the device", unsigned(params.type));
+  }
+  if (AnyBitSet(params.usage, BufferUsage::kMappingScoped | BufferUsage::kMappingPersistent) &&
+      !AnyBitSet(params.type, MemoryType::kHostVisible)) {
+    return InvalidArgumentError(
+        "buffer usage 0x%x includes host mapping but memory type 0x%x is not host-visible",
+        unsigned(params.usage), unsigned(params.type));
+  }
+  if (params.min_alignment & (params.min_alignment - 1)) {
+    return InvalidArgumentError("minimum alignment %llu is not a power of two",
+                                (ull)params.min_alignment);
+  }
+  if (length > DeviceSize(SIZE_MAX / 2)) {
+    return InvalidArgumentError("buffer length %llu exceeds the host address space", (ull)length);
+  }
+  return OkStatus();
+}
+
+BufferCompatibility HeapAllocator::QueryCompatibility(BufferParams* params,
+                                                      DeviceSize length) const {
+  ResolveType(params);
+  Status status = CheckParams(*params, length);
+  if (!status.ok()) {
+    status.IgnoreError();  // The answer is "never works"; Allocate explains why.
+    return BufferCompatibility::kNone;
+  }
+  BufferCompatibility result = BufferCompatibility::kAllocatable | BufferCompatibility::kImportable;
+  if (AnyBitSet(params->type, MemoryType::kHostVisible)) {
+    result |= BufferCompatibility::kExportable;
+  }
+  if (AnyBitSet(params->type, MemoryType::kDeviceVisible)) {
+    if (AnyBitSet(params->usage, BufferUsage::kTransfer)) {
+      result |= BufferCompatibility::kQueueTransfer;
+    }
+    if (AnyBitSet(params->usage,
+                  BufferUsage::kDispatchStorage | BufferUsage::kDispatchUniformRead)) {
+      result |= BufferCompatibility::kQueueDispatch;
+    }
+  }
+  return result;
+}
+
+StatusOr<ref_ptr<Buffer>> HeapAllocator::AllocateBuffer(const BufferParams& params,
+                                                        DeviceSize length) {
+  BufferParams resolved = params;
+  ResolveType(&resolved);
+  OSPREY_RETURN_IF_ERROR(CheckParams(resolved, length), "allocating a buffer of %llu bytes",
+                         (ull)length);
+  DeviceSize alignment = resolved.min_alignment > kDefaultBufferAlignment
+                             ? resolved.min_alignment
+                             : kDefaultBufferAlignment;
+  void* data = nullptr;
+  // Zero-length buffers still get a distinct address.
+  OSPREY_RETURN_IF_ERROR(
+      data_allocator_->Allocate(length ? size_t(length) : 1, size_t(alignment), &data),
+      "allocating a buffer of %llu bytes", (ull)length);
+  auto buffer = MakeRef<HeapBuffer>(host_allocator_, this, resolved, length,
+                                    static_cast<uint8_t*>(data), true, ReleaseCallback{});
+  if (!buffer.ok()) {
+    data_allocator_->Free(data);
+    return std::move(buffer).status();
+  }
+  bytes_allocated_.fetch_add(length);
+  return ref_ptr<Buffer>(std::move(*buffer));
+}
+
+StatusOr<ref_ptr<Buffer>> HeapAllocator::ImportBuffer(const BufferParams& params, void* memory,
+                                                      DeviceSize length,
+                                                      ReleaseCallback release) {
+  BufferParams resolved = params;
+  ResolveType(&resolved);
+  OSPREY_RETURN_IF_ERROR(CheckParams(resolved, length), "importing %llu bytes of host memory",
+                         (ull)length);
+  if (!memory && length > 0) return InvalidArgumentError("imported memory is null");
+  if (resolved.min_alignment && reinterpret_cast<uintptr_t>(memory) % resolved.min_alignment) {
+    return InvalidArgumentError("imported memory at %p is not aligned to %llu bytes", memory,
+                                (ull)resolved.min_alignment);
+  }
+  OSPREY_ASSIGN_OR_RETURN(auto buffer,
+                          MakeRef<HeapBuffer>(host_allocator_, this, resolved, length,
+                                              static_cast<uint8_t*>(memory), false, release));
+  return ref_ptr<Buffer>(std::move(buffer));
+}
+
+}  // namespace osprey::hal::local
