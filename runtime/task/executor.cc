@@ -247,12 +247,7 @@ void Executor::CancelPinned(Submission* submission, Worker* worker) {
   // disarmed either here or by the thread that armed it.
   for (WaitTask* wait = submission->waits_; wait; wait = wait->next_wait_) {
     if (wait->state_.load(std::memory_order_seq_cst) != WaitTask::kArmed) continue;
-    wait->source_.disarm(wait->source_.user_data, wait);
-    uint32_t expected = WaitTask::kArmed;
-    if (wait->state_.compare_exchange_strong(expected, WaitTask::kResolved,
-                                             std::memory_order_seq_cst)) {
-      Retire(wait, worker);
-    }
+    DisarmWait(wait, worker);
   }
   ReleasePending(submission);
 }
@@ -281,27 +276,21 @@ void Executor::Complete(Submission* submission) {
   Status status;
   if (submission->failed()) status = std::move(submission->failure_);
   Completion completion = submission->completion_;
-  {
-    // Recycle first, so a caller woken by the completion finds the
-    // submission back in the pool; stay counted in flight until the
-    // callback returned, so WaitIdle() covers the callback too.
-    platform::MutexLock lock(mutex_);
-    if (submission->prev_) {
-      submission->prev_->next_ = submission->next_;
-    } else {
-      in_flight_head_ = submission->next_;
-    }
-    if (submission->next_) submission->next_->prev_ = submission->prev_;
-    submission->Reset();
-    submission->next_ = pool_;
-    pool_ = submission;
-  }
   if (completion.fn) {
     completion.fn(completion.user_data, std::move(status));
   } else {
     status.IgnoreError();
   }
   platform::MutexLock lock(mutex_);
+  if (submission->prev_) {
+    submission->prev_->next_ = submission->next_;
+  } else {
+    in_flight_head_ = submission->next_;
+  }
+  if (submission->next_) submission->next_->prev_ = submission->prev_;
+  submission->Reset();
+  submission->next_ = pool_;
+  pool_ = submission;
   if (--in_flight_count_ == 0) idle_cv_.NotifyAll();
 }
 
@@ -456,9 +445,10 @@ void Executor::ArmWait(WaitTask* wait, Worker* worker) {
     Retire(wait, worker);
     return;
   }
-  // The pin keeps the submission (and |wait|) alive even if the wait is
-  // resolved, and the submission completed, from inside arm().
-  submission->pending_.fetch_add(1, std::memory_order_relaxed);
+  // Two pins: one held while arming (the wait may be resolved, and the rest
+  // of the submission finish, inside arm()), one held by the source until
+  // its ResolveWait() call or a disarm() that returns true.
+  submission->pending_.fetch_add(2, std::memory_order_relaxed);
   wait->state_.store(WaitTask::kArming, std::memory_order_seq_cst);
   Status status = wait->source_.arm(wait->source_.user_data, wait);
   if (!status.ok()) {
@@ -469,34 +459,46 @@ void Executor::ArmWait(WaitTask* wait, Worker* worker) {
                                              std::memory_order_seq_cst) &&
         submission->failed()) {
       // Cancelled while arming: the canceller may not have seen the wait.
-      wait->source_.disarm(wait->source_.user_data, wait);
-      expected = WaitTask::kArmed;
-      if (wait->state_.compare_exchange_strong(expected, WaitTask::kResolved,
-                                               std::memory_order_seq_cst)) {
-        Retire(wait, worker);
-      }
+      DisarmWait(wait, worker);
     }
   }
   ReleasePending(submission);
 }
 
+void Executor::DisarmWait(WaitTask* wait, Worker* worker) {
+  if (!wait->source_.disarm(wait->source_.user_data, wait)) return;
+  // The source dropped the registration: resolve on its behalf and drop its
+  // pin. Only one disarm() can remove the registration.
+  uint32_t expected = WaitTask::kArmed;
+  Submission* submission = wait->submission_;
+  if (wait->state_.compare_exchange_strong(expected, WaitTask::kResolved,
+                                           std::memory_order_seq_cst)) {
+    Retire(wait, worker);
+  }
+  ReleasePending(submission);
+}
+
 void ResolveWait(WaitTask* token, Status status) {
+  Submission* submission = token->submission_;
+  Executor* executor = submission->executor_;
   uint32_t state = token->state_.load(std::memory_order_seq_cst);
-  while (true) {
-    if (state != WaitTask::kArming && state != WaitTask::kArmed) {
-      status.IgnoreError();
-      return;
-    }
+  bool won = false;
+  while (state == WaitTask::kArming || state == WaitTask::kArmed) {
     if (token->state_.compare_exchange_weak(state, WaitTask::kResolved,
                                             std::memory_order_seq_cst)) {
+      won = true;
       break;
     }
   }
-  Submission* submission = token->submission_;
-  if (!status.ok()) {
-    submission->Fail(std::move(status).Annotate("waiting for '%s'", token->source_.name));
+  if (won) {
+    if (!status.ok()) {
+      submission->Fail(std::move(status).Annotate("waiting for '%s'", token->source_.name));
+    }
+    // The source's pin keeps the submission alive across the retirement.
+    executor->Retire(token, nullptr);
   }
-  submission->executor_->Retire(token, nullptr);
+  status.IgnoreError();
+  executor->ReleasePending(submission);
 }
 
 void Executor::Retire(Task* task, Worker* worker) {

@@ -98,6 +98,8 @@ class Executor final : public RefObject {
   // Retires |task|: releases its successors and the submission's count.
   void Retire(Task* task, Worker* worker);
   void ArmWait(WaitTask* wait, Worker* worker);
+  // Disarms an armed wait; resolves it as skipped if the source let go.
+  void DisarmWait(WaitTask* wait, Worker* worker);
   void ReleasePending(Submission* submission);
   void Complete(Submission* submission);
   // Pins |submission| unless it is already completing.

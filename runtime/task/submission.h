@@ -63,29 +63,29 @@ struct DispatchParams {
   const char* name = "dispatch";
 };
 
-// Handle given to a wait source: call ResolveWait(token, status) exactly
-// once when the condition holds (OK) or can never hold (an error).
+// Handle given to a wait source (see WaitSource and ResolveWait).
 class WaitTask;
 
 // An external condition (e.g. a semaphore timepoint) a wait task waits for
 // without occupying a worker.
 struct WaitSource {
-  // Called once when the wait task becomes ready. Must arrange for
-  // ResolveWait(token, ...) to be called later from any thread, or call it
-  // before returning. An error return resolves the wait with that error.
+  // Called once when the wait task becomes ready. On OK the source must call
+  // ResolveWait(token, ...) exactly once later (from any thread, or before
+  // arm returns) unless disarm() returns true. An error return resolves the
+  // wait with that error and the source must not call ResolveWait.
   Status (*arm)(void* user_data, WaitTask* token) = nullptr;
-  // Called if the submission is cancelled while armed (possibly more than
-  // once, from any thread, possibly concurrently with a resolution). After
-  // it returns, the source must no longer call ResolveWait for |token| nor
-  // be inside such a call. Required.
-  void (*disarm)(void* user_data, WaitTask* token) = nullptr;
+  // Called if the submission is cancelled while armed, possibly more than
+  // once and from any thread. Returns true if the source will never call
+  // ResolveWait for |token| (the registration was removed), false if it has
+  // called it or still will. Must not block on the resolution. Required.
+  bool (*disarm)(void* user_data, WaitTask* token) = nullptr;
   void* user_data = nullptr;
   const char* name = "wait";  // Borrowed; must outlive the submission.
 };
 
-// Resolves an armed wait task (see WaitSource). Thread-safe; only the first
-// resolution (or a cancellation) counts. May retire further tasks and run the
-// submission's completion callback on the calling thread.
+// Resolves an armed wait task (see WaitSource): OK when the condition holds,
+// an error when it never will. Thread-safe. May retire further tasks and run
+// the submission's completion callback on the calling thread.
 void ResolveWait(WaitTask* token, Status status);
 
 //===----------------------------------------------------------------------===//
@@ -187,7 +187,8 @@ class WaitTask final : public Task {
 
 // Called once when every task of a submission has retired or been skipped,
 // with OK or the first failure. Runs on a worker, on a thread resolving a
-// wait, or on the submitting thread (empty submissions). It must not block on
+// wait, or on the submitting thread (empty submissions). Memory from
+// Submission::Allocate is still valid during the call. It must not block on
 // work of the same executor and must not release the executor's last
 // reference.
 struct Completion {
@@ -216,6 +217,17 @@ class Submission {
   // this submission and |predecessor| must have been added first (which
   // keeps the graph acyclic); INVALID_ARGUMENT otherwise.
   Status AddDependency(Task* predecessor, Task* successor);
+
+  // Scratch memory for the caller's per-submission state (e.g. what its
+  // tasks' user_data points at). Valid until the completion callback
+  // returns (or the submission is discarded); destructors are not run.
+  Status Allocate(size_t size, size_t alignment, void** out_ptr) {
+    return arena_.Allocate(size, alignment, out_ptr);
+  }
+  template <typename T, typename... Args>
+  StatusOr<T*> New(Args&&... args) {
+    return arena_.New<T>(std::forward<Args>(args)...);
+  }
 
   size_t task_count() const { return task_count_; }
   // Bytes of task memory taken from the arena so far.

@@ -102,11 +102,13 @@ class ManualWait {
     self->token_ = token;
     return OkStatus();
   }
-  static void Disarm(void* user_data, WaitTask* token) {
+  static bool Disarm(void* user_data, WaitTask* token) {
     auto* self = static_cast<ManualWait*>(user_data);
     std::lock_guard<std::mutex> lock(self->mutex_);
     ++self->disarms_;
-    if (self->token_ == token) self->token_ = nullptr;
+    if (self->token_ != token) return false;
+    self->token_ = nullptr;
+    return true;
   }
 
   std::mutex mutex_;
