@@ -1,0 +1,302 @@
+/* Osprey embedding API: load a compiled module (.osp) and call its functions
+ * on a device, from C.
+ *
+ *   osprey_instance_t  the registered HAL drivers; one per application.
+ *   osprey_device_t    one device ("cpu-sync", "cpu-task", "npu") of a driver.
+ *   osprey_session_t   a VM context on one device: the HAL module plus the
+ *                      modules the application loads into it.
+ *   osprey_function_t  an exported function of a loaded module.
+ *   osprey_buffer_view_t  a shaped, typed tensor in device-visible memory.
+ *
+ * Errors: every fallible call returns an osprey_status_t*. NULL means OK.
+ * Anything else is an error the caller owns and must free with
+ * osprey_status_free(); osprey_status_message() gives "CODE: message" with
+ * one line of context per layer, e.g.
+ *   INVALID_ARGUMENT: input 0 of 'main' has shape 2x4xf32, expected 2x3xf32
+ *
+ * Ownership: objects are reference counted. A create/load/lookup call hands
+ * the caller one reference; release it with the matching *_release(). Objects
+ * keep alive what they depend on (a session retains its device and instance,
+ * a function retains its session), so they may be released in any order.
+ * Pointers passed in are borrowed for the duration of the call unless a
+ * comment says otherwise.
+ *
+ * Thread-safety:
+ *   - instance and device: thread-safe; buffer views may be created from
+ *     several threads at once.
+ *   - session: thread-compatible. Calls into one session (loading modules,
+ *     lookups, osprey_function_call) must not overlap; use one session per
+ *     thread for concurrent inference. Retain/release are thread-safe.
+ *   - buffer view: its shape and type never change. Reading its contents
+ *     while a call that writes it is running is a data race.
+ *   - status: owned by one thread at a time.
+ *
+ * The header is plain C99 and versioned with the library: new functions are
+ * added, existing ones keep their signature within a major version.
+ */
+#ifndef OSPREY_RUNTIME_EMBED_OSPREY_H_
+#define OSPREY_RUNTIME_EMBED_OSPREY_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define OSPREY_API_VERSION_MAJOR 0
+#define OSPREY_API_VERSION_MINOR 1
+
+/*===------------------------------------------------------------------===*/
+/* Status                                                                 */
+/*===------------------------------------------------------------------===*/
+
+/* Canonical error codes (the same values and meanings as abseil/IREE). */
+typedef enum osprey_status_code_e {
+  OSPREY_STATUS_OK = 0,
+  OSPREY_STATUS_CANCELLED = 1,
+  OSPREY_STATUS_UNKNOWN = 2,
+  OSPREY_STATUS_INVALID_ARGUMENT = 3,   /* bad call: wrong shape, bad name */
+  OSPREY_STATUS_DEADLINE_EXCEEDED = 4,
+  OSPREY_STATUS_NOT_FOUND = 5,          /* no such file, driver or export */
+  OSPREY_STATUS_ALREADY_EXISTS = 6,
+  OSPREY_STATUS_PERMISSION_DENIED = 7,
+  OSPREY_STATUS_RESOURCE_EXHAUSTED = 8, /* out of memory */
+  OSPREY_STATUS_FAILED_PRECONDITION = 9,
+  OSPREY_STATUS_ABORTED = 10,
+  OSPREY_STATUS_OUT_OF_RANGE = 11,
+  OSPREY_STATUS_UNIMPLEMENTED = 12,
+  OSPREY_STATUS_INTERNAL = 13,
+  OSPREY_STATUS_UNAVAILABLE = 14,       /* driver/device not usable here */
+  OSPREY_STATUS_DATA_LOSS = 15,         /* corrupt or truncated module */
+} osprey_status_code_t;
+
+typedef struct osprey_status_t osprey_status_t;
+
+/* The code of |status|; OSPREY_STATUS_OK for NULL. */
+osprey_status_code_t osprey_status_code(const osprey_status_t* status);
+/* "CODE: message" (with context lines); "OK" for NULL. Owned by |status|:
+ * valid until it is freed. Never NULL. */
+const char* osprey_status_message(const osprey_status_t* status);
+/* Frees |status|; NULL is ignored. */
+void osprey_status_free(osprey_status_t* status);
+/* "INVALID_ARGUMENT" etc.; never NULL. */
+const char* osprey_status_code_name(osprey_status_code_t code);
+
+/*===------------------------------------------------------------------===*/
+/* Instance                                                               */
+/*===------------------------------------------------------------------===*/
+
+typedef struct osprey_instance_t osprey_instance_t;
+
+/* Creates an instance with every driver compiled into the library
+ * registered. Memory comes from the default host allocator. */
+osprey_status_t* osprey_instance_create(osprey_instance_t** out_instance);
+void osprey_instance_retain(osprey_instance_t* instance);
+void osprey_instance_release(osprey_instance_t* instance);
+
+/* Registered drivers: names such as "cpu-sync". The string is owned by the
+ * instance. Returns NULL when |index| >= the driver count. */
+size_t osprey_instance_driver_count(const osprey_instance_t* instance);
+const char* osprey_instance_driver_name(const osprey_instance_t* instance, size_t index);
+
+/*===------------------------------------------------------------------===*/
+/* Device                                                                 */
+/*===------------------------------------------------------------------===*/
+
+typedef struct osprey_device_t osprey_device_t;
+
+/* A driver-specific option, e.g. {"task_workers", "4"} for cpu-task. */
+typedef struct osprey_device_param_t {
+  const char* key;
+  const char* value;
+} osprey_device_param_t;
+
+/* Creates a device of driver |name|. NOT_FOUND (listing the available
+ * drivers) for an unknown name; INVALID_ARGUMENT for an unknown or bad
+ * parameter; UNAVAILABLE if the device cannot be used on this machine. */
+osprey_status_t* osprey_device_create(osprey_instance_t* instance, const char* name,
+                                      const osprey_device_param_t* params, size_t param_count,
+                                      osprey_device_t** out_device);
+void osprey_device_retain(osprey_device_t* device);
+void osprey_device_release(osprey_device_t* device);
+/* The driver name of |device| ("cpu-sync"); owned by the device. */
+const char* osprey_device_name(const osprey_device_t* device);
+
+/*===------------------------------------------------------------------===*/
+/* Buffer views                                                           */
+/*===------------------------------------------------------------------===*/
+
+/* Element types; the encoding is (kind << 24) | bit width. */
+typedef enum osprey_element_type_e {
+  OSPREY_ELEMENT_TYPE_NONE = 0,
+  OSPREY_ELEMENT_TYPE_INT8 = (1 << 24) | 8,
+  OSPREY_ELEMENT_TYPE_INT16 = (1 << 24) | 16,
+  OSPREY_ELEMENT_TYPE_INT32 = (1 << 24) | 32,
+  OSPREY_ELEMENT_TYPE_INT64 = (1 << 24) | 64,
+  OSPREY_ELEMENT_TYPE_UINT8 = (2 << 24) | 8,
+  OSPREY_ELEMENT_TYPE_UINT16 = (2 << 24) | 16,
+  OSPREY_ELEMENT_TYPE_UINT32 = (2 << 24) | 32,
+  OSPREY_ELEMENT_TYPE_UINT64 = (2 << 24) | 64,
+  OSPREY_ELEMENT_TYPE_FLOAT16 = (3 << 24) | 16,
+  OSPREY_ELEMENT_TYPE_FLOAT32 = (3 << 24) | 32,
+  OSPREY_ELEMENT_TYPE_FLOAT64 = (3 << 24) | 64,
+  OSPREY_ELEMENT_TYPE_BFLOAT16 = (4 << 24) | 16,
+  OSPREY_ELEMENT_TYPE_BOOL8 = (5 << 24) | 8,
+} osprey_element_type_t;
+
+/* Bytes per element of |type| (0 for NONE). */
+size_t osprey_element_type_byte_size(osprey_element_type_t type);
+
+#define OSPREY_MAX_RANK 8
+
+typedef struct osprey_buffer_view_t osprey_buffer_view_t;
+
+/* Called when memory wrapped by osprey_buffer_view_wrap is no longer used. */
+typedef void (*osprey_release_fn_t)(void* user_data, void* memory);
+
+/* Allocates device memory for a |shape|/|element_type| tensor and copies
+ * |byte_length| bytes of |data| into it (|data| may be NULL to leave the
+ * contents zeroed). INVALID_ARGUMENT if |rank| > OSPREY_MAX_RANK, a
+ * dimension is negative, the type is unknown, or |byte_length| does not
+ * match the shape. */
+osprey_status_t* osprey_buffer_view_create(osprey_device_t* device, const int64_t* shape,
+                                           size_t rank, osprey_element_type_t element_type,
+                                           const void* data, size_t byte_length,
+                                           osprey_buffer_view_t** out_view);
+
+/* Wraps caller memory without copying (zero-copy import). |data| must stay
+ * valid and unmoved until |release| runs (or, with no |release|, until the
+ * view and everything retaining it are released); the device reads and may
+ * write it in place. INVALID_ARGUMENT as for osprey_buffer_view_create, or
+ * if the device cannot import host memory with this alignment (use
+ * osprey_buffer_view_create instead). */
+osprey_status_t* osprey_buffer_view_wrap(osprey_device_t* device, const int64_t* shape,
+                                         size_t rank, osprey_element_type_t element_type,
+                                         void* data, size_t byte_length,
+                                         osprey_release_fn_t release, void* release_user_data,
+                                         osprey_buffer_view_t** out_view);
+
+void osprey_buffer_view_retain(osprey_buffer_view_t* view);
+void osprey_buffer_view_release(osprey_buffer_view_t* view);
+
+size_t osprey_buffer_view_rank(const osprey_buffer_view_t* view);
+/* Dimension |index| (< rank); -1 if out of range. */
+int64_t osprey_buffer_view_dim(const osprey_buffer_view_t* view, size_t index);
+osprey_element_type_t osprey_buffer_view_element_type(const osprey_buffer_view_t* view);
+int64_t osprey_buffer_view_element_count(const osprey_buffer_view_t* view);
+/* Bytes of the tensor contents (element count * element size). */
+size_t osprey_buffer_view_byte_length(const osprey_buffer_view_t* view);
+/* Writes "2x3xf32" into |buffer| (NUL-terminated if |capacity| > 0);
+ * returns the length of the full text. */
+size_t osprey_buffer_view_format_shape(const osprey_buffer_view_t* view, char* buffer,
+                                       size_t capacity);
+
+/* Copies the contents into |data|. OUT_OF_RANGE if |capacity| is smaller
+ * than osprey_buffer_view_byte_length(); PERMISSION_DENIED if the memory is
+ * not host-readable. */
+osprey_status_t* osprey_buffer_view_read(const osprey_buffer_view_t* view, void* data,
+                                         size_t capacity);
+
+/*===------------------------------------------------------------------===*/
+/* Sessions and modules                                                   */
+/*===------------------------------------------------------------------===*/
+
+typedef struct osprey_session_t osprey_session_t;
+
+/* Creates a session on |device| (retained) with the "hal" module
+ * registered. */
+osprey_status_t* osprey_session_create(osprey_instance_t* instance, osprey_device_t* device,
+                                       osprey_session_t** out_session);
+void osprey_session_retain(osprey_session_t* session);
+void osprey_session_release(osprey_session_t* session);
+
+/* Loads the module file at |path| into the session (memory-mapped where the
+ * platform allows, read into memory otherwise), verifies it and runs its
+ * initializer. NOT_FOUND if the file cannot be opened; DATA_LOSS or
+ * INVALID_ARGUMENT (naming what is wrong) for a corrupt or incompatible
+ * module; NOT_FOUND for an import no loaded module provides. */
+osprey_status_t* osprey_session_load_module_file(osprey_session_t* session, const char* path);
+
+/* Loads a module from |size| bytes at |data| without copying them. |data|
+ * must be aligned to 16 bytes (64 if the module has large external
+ * segments) and stay valid and unchanged until |release| runs, which
+ * happens when the session no longer needs it; with no |release| the
+ * caller keeps it alive until the session is released. Errors as for
+ * osprey_session_load_module_file. */
+osprey_status_t* osprey_session_load_module_memory(osprey_session_t* session, const void* data,
+                                                   size_t size, osprey_release_fn_t release,
+                                                   void* release_user_data);
+
+/*===------------------------------------------------------------------===*/
+/* Functions                                                              */
+/*===------------------------------------------------------------------===*/
+
+typedef struct osprey_function_t osprey_function_t;
+
+/* Finds an exported function: "module.function" or just "function" (searched
+ * in the modules loaded so far, most recent first). NOT_FOUND listing the
+ * module's exports if there is no such function. */
+osprey_status_t* osprey_session_lookup_function(osprey_session_t* session, const char* name,
+                                                osprey_function_t** out_function);
+void osprey_function_retain(osprey_function_t* function);
+void osprey_function_release(osprey_function_t* function);
+
+/* The function's name ("module.function"), owned by the function. */
+const char* osprey_function_name(const osprey_function_t* function);
+/* Numbers of arguments and results. */
+size_t osprey_function_input_count(const osprey_function_t* function);
+size_t osprey_function_output_count(const osprey_function_t* function);
+/* The VM signature, e.g. "rr:r" (i=i32, I=i64, f=f32, F=f64, r=ref);
+ * owned by the function. */
+const char* osprey_function_signature(const osprey_function_t* function);
+
+/* Calls |function| with |inputs| (borrowed; each argument the function
+ * declares as a ref gets the corresponding view) and waits for it to
+ * finish. On success |outputs[0..*out_output_count)| hold new references
+ * the caller releases. INVALID_ARGUMENT if the input count is wrong, an
+ * input has the wrong shape or type (the message names the input, the
+ * expected and the actual shape) or |output_capacity| is too small;
+ * UNIMPLEMENTED if the function takes or returns non-tensor values (use
+ * osprey_function_call_values). Errors raised by the module's code come
+ * back with the function name as context. */
+osprey_status_t* osprey_function_call(osprey_function_t* function,
+                                      osprey_buffer_view_t* const* inputs, size_t input_count,
+                                      osprey_buffer_view_t** outputs, size_t output_capacity,
+                                      size_t* out_output_count);
+
+/* A value of any VM type, for functions with scalar arguments or results. */
+typedef enum osprey_value_type_e {
+  OSPREY_VALUE_TYPE_NONE = 0,
+  OSPREY_VALUE_TYPE_I32 = 1,
+  OSPREY_VALUE_TYPE_I64 = 2,
+  OSPREY_VALUE_TYPE_F32 = 3,
+  OSPREY_VALUE_TYPE_F64 = 4,
+  OSPREY_VALUE_TYPE_BUFFER_VIEW = 5,
+} osprey_value_type_t;
+
+typedef struct osprey_value_t {
+  osprey_value_type_t type;
+  union {
+    int32_t i32;
+    int64_t i64;
+    float f32;
+    double f64;
+    /* Borrowed in inputs; a new reference (caller releases) in outputs. */
+    osprey_buffer_view_t* buffer_view;
+  } u;
+} osprey_value_t;
+
+/* Like osprey_function_call with typed values. INVALID_ARGUMENT if an
+ * input's type does not match the signature. Outputs holding buffer views
+ * carry references the caller releases. */
+osprey_status_t* osprey_function_call_values(osprey_function_t* function,
+                                             const osprey_value_t* inputs, size_t input_count,
+                                             osprey_value_t* outputs, size_t output_capacity,
+                                             size_t* out_output_count);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* OSPREY_RUNTIME_EMBED_OSPREY_H_ */

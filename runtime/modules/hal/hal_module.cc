@@ -1,0 +1,733 @@
+// The "hal" native VM module: argument unpacking, per-context executable
+// caching and the function table.
+#include "runtime/modules/hal/hal_module.h"
+
+#include <string.h>
+
+#include <new>
+#include <utility>
+
+#include "runtime/base/platform/platform.h"
+#include "vm/buffer.h"
+#include "vm/bytecode_module.h"
+#include "vm/list.h"
+
+namespace osprey::modules::hal {
+
+namespace ohal = ::osprey::hal;
+
+const vm::RefType kDeviceType{"hal.device"};
+const vm::RefType kAllocatorType{"hal.allocator"};
+const vm::RefType kBufferType{"hal.buffer"};
+const vm::RefType kBufferViewType{"hal.buffer_view"};
+const vm::RefType kCommandBufferType{"hal.command_buffer"};
+const vm::RefType kExecutableType{"hal.executable"};
+const vm::RefType kSemaphoreType{"hal.semaphore"};
+
+Status RegisterTypes(vm::Instance* instance) {
+  for (const vm::RefType* type :
+       {&kDeviceType, &kAllocatorType, &kBufferType, &kBufferViewType, &kCommandBufferType,
+        &kExecutableType, &kSemaphoreType}) {
+    OSPREY_RETURN_IF_ERROR(instance->RegisterRefType(type), "registering '%s'", type->name);
+  }
+  return OkStatus();
+}
+
+vm::Ref WrapBufferView(ohal::BufferView* view) { return vm::Ref(view, &kBufferViewType); }
+vm::Ref WrapBuffer(ohal::Buffer* buffer) { return vm::Ref(buffer, &kBufferType); }
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Per-context state
+//===----------------------------------------------------------------------===//
+
+// One prepared executable, keyed by the module and index it came from.
+struct CachedExecutable {
+  const vm::BytecodeModule* module;
+  uint32_t index;
+  ohal::Executable* executable;  // One reference owned by the entry.
+};
+
+class HalModuleState final : public vm::ModuleState {
+ public:
+  HalModuleState(ref_ptr<ohal::Device> device, Allocator* allocator)
+      : device_(std::move(device)), allocator_(allocator) {}
+  ~HalModuleState() override {
+    for (size_t i = 0; i < executable_count_; ++i) executables_[i].executable->Release();
+    allocator_->Free(executables_);
+  }
+
+  ohal::Device* device() const { return device_.get(); }
+
+  // Returns the executable prepared from |module|'s executable |index|,
+  // preparing it on first use in this context.
+  StatusOr<ohal::Executable*> GetExecutable(const vm::BytecodeModule* module, uint32_t index) {
+    for (size_t i = 0; i < executable_count_; ++i) {
+      if (executables_[i].module == module && executables_[i].index == index) {
+        return executables_[i].executable;
+      }
+    }
+    if (index >= module->executable_count()) {
+      return InvalidArgumentError("executable index %u is out of range: module '%s' has %u",
+                                  index, module->name(), module->executable_count());
+    }
+    const vm::ExecutableInfo& info = module->executable(index);
+    if (!cache_) {
+      OSPREY_ASSIGN_OR_RETURN(cache_, device_->CreateExecutableCache(),
+                              "creating the executable cache of device '%s'", device_->id());
+    }
+    if (!cache_->CanPrepareFormat(info.format)) {
+      return UnimplementedError(
+          "device '%s' cannot run executable %u ('%s') of format '%s' in module '%s'",
+          device_->id(), index, info.name, info.format, module->name());
+    }
+    ohal::ExecutableParams params;
+    params.format = info.format;
+    params.data = std::span<const uint8_t>(info.data, info.length);
+    params.caching_mode = ohal::ExecutableCachingMode::kDefault;
+    OSPREY_ASSIGN_OR_RETURN(auto executable, cache_->PrepareExecutable(params),
+                            "preparing executable %u ('%s', %s) of module '%s'", index,
+                            info.name, info.format, module->name());
+    if (executable_count_ == executable_capacity_) {
+      const size_t capacity = executable_capacity_ ? executable_capacity_ * 2 : 4;
+      void* memory = nullptr;
+      OSPREY_RETURN_IF_ERROR(
+          allocator_->Allocate(capacity * sizeof(CachedExecutable), alignof(CachedExecutable),
+                               &memory));
+      if (executable_count_) {
+        memcpy(memory, executables_, executable_count_ * sizeof(CachedExecutable));
+      }
+      allocator_->Free(executables_);
+      executables_ = static_cast<CachedExecutable*>(memory);
+      executable_capacity_ = capacity;
+    }
+    ohal::Executable* raw = executable.release();
+    executables_[executable_count_++] = CachedExecutable{module, index, raw};
+    return raw;
+  }
+
+ private:
+  ref_ptr<ohal::Device> device_;
+  Allocator* allocator_;
+  ref_ptr<ohal::ExecutableCache> cache_;
+  CachedExecutable* executables_ = nullptr;
+  size_t executable_count_ = 0;
+  size_t executable_capacity_ = 0;
+};
+
+class HalModule final : public vm::NativeModule {
+ public:
+  HalModule(ref_ptr<ohal::Device> device, std::span<const vm::NativeFunction> functions)
+      : vm::NativeModule("hal", functions), device_(std::move(device)) {}
+
+  StatusOr<vm::ModuleState*> CreateState(Allocator* allocator) override {
+    OSPREY_ASSIGN_OR_RETURN(HalModuleState * state,
+                            allocator->New<HalModuleState>(device_, allocator));
+    return static_cast<vm::ModuleState*>(state);
+  }
+  void DestroyState(vm::ModuleState* state, Allocator* allocator) override {
+    allocator->Delete(static_cast<HalModuleState*>(state));
+  }
+
+ private:
+  ref_ptr<ohal::Device> device_;
+};
+
+HalModuleState* State(vm::NativeCall& call) { return static_cast<HalModuleState*>(call.state()); }
+
+//===----------------------------------------------------------------------===//
+// Argument helpers
+//===----------------------------------------------------------------------===//
+
+// Reads text (a name or query key) from a vm.buffer argument into |out|.
+Status GetText(vm::NativeCall& call, size_t k, char* out, size_t capacity) {
+  vm::Buffer* buffer = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(k, vm::Buffer::type(), &buffer));
+  size_t length = buffer->length();
+  // Rodata strings may carry a terminating NUL.
+  while (length > 0 && buffer->data()[length - 1] == '\0') --length;
+  if (length >= capacity) {
+    return InvalidArgumentError("argument %zu: text of %zu bytes exceeds %zu", k, length,
+                                capacity - 1);
+  }
+  memcpy(out, buffer->data(), length);
+  out[length] = '\0';
+  return OkStatus();
+}
+
+// Reads a list of integers from a vm.buffer (little-endian elements of
+// |element_size| bytes) or a vm.list (i32/i64 values) argument.
+template <typename T>
+Status GetIntegers(vm::NativeCall& call, size_t k, size_t element_size, T* out,
+                   size_t capacity, size_t* out_count, const char* what) {
+  const vm::Ref& ref = call.ref(k);
+  if (ref.is_null()) {
+    *out_count = 0;
+    return OkStatus();
+  }
+  if (vm::Buffer* buffer = ref.As<vm::Buffer>(vm::Buffer::type())) {
+    if (buffer->length() % element_size != 0) {
+      return InvalidArgumentError("argument %zu (%s): buffer of %zu bytes is not a whole number "
+                                  "of %zu-byte elements",
+                                  k, what, buffer->length(), element_size);
+    }
+    const size_t count = buffer->length() / element_size;
+    if (count > capacity) {
+      return InvalidArgumentError("argument %zu (%s): %zu elements exceed the maximum of %zu", k,
+                                  what, count, capacity);
+    }
+    for (size_t i = 0; i < count; ++i) {
+      if (element_size == 8) {
+        int64_t v;
+        memcpy(&v, buffer->data() + i * 8, 8);
+        out[i] = T(v);
+      } else {
+        int32_t v;
+        memcpy(&v, buffer->data() + i * 4, 4);
+        out[i] = T(v);
+      }
+    }
+    *out_count = count;
+    return OkStatus();
+  }
+  if (vm::List* list = ref.As<vm::List>(vm::List::type())) {
+    if (list->size() > capacity) {
+      return InvalidArgumentError("argument %zu (%s): %zu elements exceed the maximum of %zu", k,
+                                  what, list->size(), capacity);
+    }
+    for (size_t i = 0; i < list->size(); ++i) {
+      const vm::Value* value = nullptr;
+      OSPREY_RETURN_IF_ERROR(list->Get(i, &value));
+      if (value->type == vm::ValueType::kI32) {
+        out[i] = T(value->i32);
+      } else if (value->type == vm::ValueType::kI64) {
+        out[i] = T(value->i64);
+      } else {
+        return InvalidArgumentError("argument %zu (%s): element %zu is %s, expected an integer",
+                                    k, what, i, vm::ValueTypeName(value->type));
+      }
+    }
+    *out_count = list->size();
+    return OkStatus();
+  }
+  return InvalidArgumentError("argument %zu (%s): expected a vm.buffer or vm.list, got '%s'", k,
+                              what, ref.type() ? ref.type()->name : "(untyped)");
+}
+
+Status CheckNonNegative(int64_t value, size_t k, const char* what) {
+  if (value < 0) {
+    return InvalidArgumentError("argument %zu (%s) is negative: %lld", k, what,
+                                (long long)value);
+  }
+  return OkStatus();
+}
+
+// An i64 length argument where -1 means "to the end of the buffer".
+ohal::DeviceSize LengthArg(int64_t value) {
+  return value < 0 ? ohal::kWholeBuffer : ohal::DeviceSize(value);
+}
+
+//===----------------------------------------------------------------------===//
+// Devices and allocators
+//===----------------------------------------------------------------------===//
+
+Status DeviceSelf(vm::NativeCall& call) {
+  call.set_ref(0, vm::Ref(State(call)->device(), &kDeviceType));
+  return OkStatus();
+}
+
+Status DeviceAllocator(vm::NativeCall& call) {
+  ohal::Device* device = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kDeviceType, &device));
+  call.set_ref(0, vm::Ref(device->allocator(), &kAllocatorType));
+  return OkStatus();
+}
+
+// Matches |text| against |pattern|, where a trailing '*' matches any rest.
+bool MatchPattern(const char* pattern, const char* text) {
+  const size_t length = strlen(pattern);
+  if (length > 0 && pattern[length - 1] == '*') return strncmp(pattern, text, length - 1) == 0;
+  return strcmp(pattern, text) == 0;
+}
+
+// (device, key) -> (ok, value). Keys:
+//   "device.id=<pattern>"             1 if the device id matches
+//   "device.executable_format=<fmt>"  1 if the device can run the format
+//   "allocator.bytes_allocated"       bytes currently allocated
+//   "device.processor_count"          host processors
+// Unknown keys return ok = 0 so programs can probe.
+Status DeviceQueryI64(vm::NativeCall& call) {
+  ohal::Device* device = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kDeviceType, &device));
+  char key[128];
+  OSPREY_RETURN_IF_ERROR(GetText(call, 1, key, sizeof(key)));
+  int32_t ok = 1;
+  int64_t value = 0;
+  if (strncmp(key, "device.id=", 10) == 0) {
+    value = MatchPattern(key + 10, device->id()) ? 1 : 0;
+  } else if (strncmp(key, "device.executable_format=", 25) == 0) {
+    OSPREY_ASSIGN_OR_RETURN(auto cache, device->CreateExecutableCache());
+    value = cache->CanPrepareFormat(key + 25) ? 1 : 0;
+  } else if (strcmp(key, "allocator.bytes_allocated") == 0) {
+    value = int64_t(device->allocator()->bytes_allocated());
+  } else if (strcmp(key, "device.processor_count") == 0) {
+    value = platform::ProcessorCount();
+  } else {
+    ok = 0;
+  }
+  call.set_i32(0, ok);
+  call.set_i64(1, value);
+  return OkStatus();
+}
+
+// (allocator, memory_type, usage, access, length) -> buffer
+Status AllocatorAllocate(vm::NativeCall& call) {
+  ohal::Allocator* allocator = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kAllocatorType, &allocator));
+  OSPREY_RETURN_IF_ERROR(CheckNonNegative(call.i64(4), 4, "length"));
+  ohal::BufferParams params;
+  params.type = ohal::MemoryType(uint32_t(call.i32(1)));
+  params.usage = ohal::BufferUsage(uint32_t(call.i32(2)));
+  params.access = ohal::MemoryAccess(uint32_t(call.i32(3)));
+  if (params.access == ohal::MemoryAccess::kNone) params.access = ohal::MemoryAccess::kAll;
+  OSPREY_ASSIGN_OR_RETURN(auto buffer,
+                          allocator->AllocateBuffer(params, ohal::DeviceSize(call.i64(4))),
+                          "allocating %lld bytes", (long long)call.i64(4));
+  call.set_ref(0, vm::Ref::FromRefPtr(std::move(buffer), &kBufferType));
+  return OkStatus();
+}
+
+// (allocator, memory_type, usage, length) -> compatibility bits
+Status AllocatorCompatibility(vm::NativeCall& call) {
+  ohal::Allocator* allocator = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kAllocatorType, &allocator));
+  OSPREY_RETURN_IF_ERROR(CheckNonNegative(call.i64(3), 3, "length"));
+  ohal::BufferParams params;
+  params.type = ohal::MemoryType(uint32_t(call.i32(1)));
+  params.usage = ohal::BufferUsage(uint32_t(call.i32(2)));
+  call.set_i32(0, int32_t(allocator->QueryCompatibility(&params, ohal::DeviceSize(call.i64(3)))));
+  return OkStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+Status BufferLength(vm::NativeCall& call) {
+  ohal::Buffer* buffer = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kBufferType, &buffer));
+  call.set_i64(0, int64_t(buffer->byte_length()));
+  return OkStatus();
+}
+
+// (buffer, offset, length) -> buffer
+Status BufferSubspan(vm::NativeCall& call) {
+  ohal::Buffer* buffer = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kBufferType, &buffer));
+  OSPREY_RETURN_IF_ERROR(CheckNonNegative(call.i64(1), 1, "offset"));
+  OSPREY_ASSIGN_OR_RETURN(auto subspan,
+                          ohal::Buffer::Subspan(ref_ptr<ohal::Buffer>(buffer),
+                                                ohal::DeviceSize(call.i64(1)),
+                                                LengthArg(call.i64(2))));
+  call.set_ref(0, vm::Ref::FromRefPtr(std::move(subspan), &kBufferType));
+  return OkStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// Buffer views
+//===----------------------------------------------------------------------===//
+
+// (buffer, offset, length, element_type, shape) -> buffer_view. |shape| is
+// a vm.buffer of i64 dimensions or a vm.list of integers.
+Status BufferViewCreate(vm::NativeCall& call) {
+  ohal::Buffer* buffer = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kBufferType, &buffer));
+  OSPREY_RETURN_IF_ERROR(CheckNonNegative(call.i64(1), 1, "offset"));
+  int64_t shape[ohal::kMaxRank];
+  size_t rank = 0;
+  OSPREY_RETURN_IF_ERROR(GetIntegers(call, 4, 8, shape, ohal::kMaxRank, &rank, "shape"));
+  ref_ptr<ohal::Buffer> target(buffer);
+  if (call.i64(1) != 0 || (call.i64(2) >= 0 && ohal::DeviceSize(call.i64(2)) !=
+                                                   buffer->byte_length())) {
+    OSPREY_ASSIGN_OR_RETURN(target, ohal::Buffer::Subspan(target, ohal::DeviceSize(call.i64(1)),
+                                                          LengthArg(call.i64(2))));
+  }
+  OSPREY_ASSIGN_OR_RETURN(
+      auto view,
+      ohal::BufferView::Create(std::move(target), std::span<const int64_t>(shape, rank),
+                               ohal::ElementType(uint32_t(call.i32(3))),
+                               ohal::Encoding::kDenseRowMajor, call.allocator()));
+  call.set_ref(0, vm::Ref::FromRefPtr(std::move(view), &kBufferViewType));
+  return OkStatus();
+}
+
+Status BufferViewBuffer(vm::NativeCall& call) {
+  ohal::BufferView* view = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kBufferViewType, &view));
+  call.set_ref(0, vm::Ref(view->buffer(), &kBufferType));
+  return OkStatus();
+}
+
+Status BufferViewElementType(vm::NativeCall& call) {
+  ohal::BufferView* view = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kBufferViewType, &view));
+  call.set_i32(0, int32_t(view->element_type()));
+  return OkStatus();
+}
+
+Status BufferViewRank(vm::NativeCall& call) {
+  ohal::BufferView* view = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kBufferViewType, &view));
+  call.set_i32(0, int32_t(view->rank()));
+  return OkStatus();
+}
+
+Status BufferViewDim(vm::NativeCall& call) {
+  ohal::BufferView* view = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kBufferViewType, &view));
+  const int32_t index = call.i32(1);
+  if (index < 0 || size_t(index) >= view->rank()) {
+    return OutOfRangeError("dimension %d of a rank-%zu buffer view", index, view->rank());
+  }
+  call.set_i64(0, view->dim(size_t(index)));
+  return OkStatus();
+}
+
+Status BufferViewByteLength(vm::NativeCall& call) {
+  ohal::BufferView* view = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kBufferViewType, &view));
+  call.set_i64(0, int64_t(view->byte_length()));
+  return OkStatus();
+}
+
+// Formats |shape| and |type| like BufferView::FormatShape ("2x3xf32"), with
+// "?" for dimensions given as -1.
+void FormatExpected(const int64_t* shape, size_t rank, ohal::ElementType type, char* out,
+                    size_t capacity) {
+  size_t used = 0;
+  for (size_t i = 0; i < rank && used < capacity; ++i) {
+    int n = shape[i] < 0 ? snprintf(out + used, capacity - used, "?x")
+                         : snprintf(out + used, capacity - used, "%lldx", (long long)shape[i]);
+    if (n > 0) used += size_t(n);
+  }
+  if (used < capacity) snprintf(out + used, capacity - used, "%s", ohal::ElementTypeName(type));
+}
+
+// (view, name, element_type, shape): INVALID_ARGUMENT naming |name| with the
+// expected and actual shape unless the view matches. Dimensions of -1 in
+// |shape| match any size.
+Status BufferViewAssert(vm::NativeCall& call) {
+  char name[64];
+  OSPREY_RETURN_IF_ERROR(GetText(call, 1, name, sizeof(name)));
+  int64_t shape[ohal::kMaxRank];
+  size_t rank = 0;
+  OSPREY_RETURN_IF_ERROR(GetIntegers(call, 3, 8, shape, ohal::kMaxRank, &rank, "shape"));
+  const ohal::ElementType type = ohal::ElementType(uint32_t(call.i32(2)));
+  char expected[96];
+  FormatExpected(shape, rank, type, expected, sizeof(expected));
+  const vm::Ref& ref = call.ref(0);
+  ohal::BufferView* view = ref.As<ohal::BufferView>(&kBufferViewType);
+  if (!view) {
+    return InvalidArgumentError("%s: expected a %s tensor, got %s", name, expected,
+                                ref.is_null() ? "null" : ref.type() ? ref.type()->name : "?");
+  }
+  bool match = view->element_type() == type && view->rank() == rank;
+  for (size_t i = 0; match && i < rank; ++i) {
+    match = shape[i] < 0 || shape[i] == view->dim(i);
+  }
+  if (!match) {
+    char actual[96];
+    view->FormatShape(actual, sizeof(actual));
+    return InvalidArgumentError("%s has shape %s, expected %s", name, actual, expected);
+  }
+  return OkStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// Command buffers
+//===----------------------------------------------------------------------===//
+
+// (device, mode) -> command_buffer
+Status CommandBufferCreate(vm::NativeCall& call) {
+  ohal::Device* device = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kDeviceType, &device));
+  OSPREY_ASSIGN_OR_RETURN(
+      auto command_buffer,
+      device->CreateCommandBuffer(ohal::CommandBufferMode(uint32_t(call.i32(1)))));
+  call.set_ref(0, vm::Ref::FromRefPtr(std::move(command_buffer), &kCommandBufferType));
+  return OkStatus();
+}
+
+Status CommandBufferBegin(vm::NativeCall& call) {
+  ohal::CommandBuffer* command_buffer = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kCommandBufferType, &command_buffer));
+  return command_buffer->Begin();
+}
+
+Status CommandBufferEnd(vm::NativeCall& call) {
+  ohal::CommandBuffer* command_buffer = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kCommandBufferType, &command_buffer));
+  return command_buffer->End();
+}
+
+Status CommandBufferBarrier(vm::NativeCall& call) {
+  ohal::CommandBuffer* command_buffer = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kCommandBufferType, &command_buffer));
+  return command_buffer->ExecutionBarrier();
+}
+
+// (command_buffer, target, offset, length, pattern, pattern_length)
+Status CommandBufferFill(vm::NativeCall& call) {
+  ohal::CommandBuffer* command_buffer = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kCommandBufferType, &command_buffer));
+  ohal::Buffer* target = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(1, &kBufferType, &target));
+  OSPREY_RETURN_IF_ERROR(CheckNonNegative(call.i64(2), 2, "offset"));
+  const int32_t pattern_length = call.i32(5);
+  if (pattern_length != 1 && pattern_length != 2 && pattern_length != 4) {
+    return InvalidArgumentError("argument 5 (pattern length) must be 1, 2 or 4, got %d",
+                                pattern_length);
+  }
+  const uint32_t pattern = uint32_t(call.i32(4));
+  uint8_t bytes[4];
+  memcpy(bytes, &pattern, 4);  // Little-endian: the low bytes come first.
+  return command_buffer->FillBuffer(
+      ohal::BufferRef{target, ohal::DeviceSize(call.i64(2)), LengthArg(call.i64(3))}, bytes,
+      size_t(pattern_length));
+}
+
+// (command_buffer, source, source_offset, target, target_offset, length)
+Status CommandBufferCopy(vm::NativeCall& call) {
+  ohal::CommandBuffer* command_buffer = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kCommandBufferType, &command_buffer));
+  ohal::Buffer* source = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(1, &kBufferType, &source));
+  ohal::Buffer* target = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(3, &kBufferType, &target));
+  OSPREY_RETURN_IF_ERROR(CheckNonNegative(call.i64(2), 2, "source offset"));
+  OSPREY_RETURN_IF_ERROR(CheckNonNegative(call.i64(4), 4, "target offset"));
+  const ohal::DeviceSize length = LengthArg(call.i64(5));
+  return command_buffer->CopyBuffer(
+      ohal::BufferRef{source, ohal::DeviceSize(call.i64(2)), length},
+      ohal::BufferRef{target, ohal::DeviceSize(call.i64(4)), length});
+}
+
+// (command_buffer, executable, ordinal, x, y, z, constants, bindings).
+// |constants|: vm.buffer of u32 or vm.list of integers (null: none).
+// |bindings|: vm.list of hal.buffer or hal.buffer_view refs.
+Status CommandBufferDispatch(vm::NativeCall& call) {
+  ohal::CommandBuffer* command_buffer = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kCommandBufferType, &command_buffer));
+  ohal::Executable* executable = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(1, &kExecutableType, &executable));
+  if (call.i32(2) < 0) return InvalidArgumentError("argument 2 (ordinal) is negative");
+  for (size_t k = 3; k <= 5; ++k) {
+    if (call.i32(k) < 0) {
+      return InvalidArgumentError("argument %zu (workgroup count) is negative: %d", k,
+                                  call.i32(k));
+    }
+  }
+  uint32_t constants[kMaxDispatchConstants];
+  size_t constant_count = 0;
+  OSPREY_RETURN_IF_ERROR(GetIntegers(call, 6, 4, constants, kMaxDispatchConstants,
+                                     &constant_count, "constants"));
+  ohal::BufferRef bindings[kMaxDispatchBindings];
+  size_t binding_count = 0;
+  const vm::Ref& bindings_ref = call.ref(7);
+  if (!bindings_ref.is_null()) {
+    vm::List* list = nullptr;
+    OSPREY_RETURN_IF_ERROR(call.GetRef(7, vm::List::type(), &list));
+    if (list->size() > kMaxDispatchBindings) {
+      return InvalidArgumentError("argument 7 (bindings): %zu bindings exceed the maximum of %zu",
+                                  list->size(), kMaxDispatchBindings);
+    }
+    for (size_t i = 0; i < list->size(); ++i) {
+      const vm::Value* value = nullptr;
+      OSPREY_RETURN_IF_ERROR(list->Get(i, &value));
+      ohal::Buffer* buffer = value->ref.As<ohal::Buffer>(&kBufferType);
+      ohal::DeviceSize length = ohal::kWholeBuffer;
+      if (!buffer) {
+        if (auto* view = value->ref.As<ohal::BufferView>(&kBufferViewType)) {
+          buffer = view->buffer();
+          length = view->byte_length();
+        }
+      }
+      if (!buffer) {
+        return InvalidArgumentError("binding %zu: expected a hal.buffer or hal.buffer_view, got "
+                                    "%s",
+                                    i,
+                                    value->ref.is_null() ? "null"
+                                    : value->ref.type()  ? value->ref.type()->name
+                                                         : "(untyped)");
+      }
+      bindings[i] = ohal::BufferRef{buffer, 0, length};
+    }
+    binding_count = list->size();
+  }
+  return command_buffer->Dispatch(
+      executable, uint32_t(call.i32(2)),
+      ohal::WorkgroupCount{uint32_t(call.i32(3)), uint32_t(call.i32(4)), uint32_t(call.i32(5))},
+      std::span<const uint32_t>(constants, constant_count),
+      std::span<const ohal::BufferRef>(bindings, binding_count));
+}
+
+//===----------------------------------------------------------------------===//
+// Executables
+//===----------------------------------------------------------------------===//
+
+// (device, index) -> executable prepared from the calling module's
+// executable |index|; cached per context.
+Status ExecutableCreate(vm::NativeCall& call) {
+  ohal::Device* device = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kDeviceType, &device));
+  if (device != State(call)->device()) {
+    return InvalidArgumentError("argument 0: executables can only be created for the module's "
+                                "device '%s'",
+                                State(call)->device()->id());
+  }
+  if (!call.caller()) {
+    return FailedPreconditionError(
+        "hal.executable.create reads the calling module's executable table and must be called "
+        "from bytecode");
+  }
+  if (call.i32(1) < 0) return InvalidArgumentError("argument 1 (index) is negative");
+  OSPREY_ASSIGN_OR_RETURN(ohal::Executable * executable,
+                          State(call)->GetExecutable(call.caller(), uint32_t(call.i32(1))));
+  call.set_ref(0, vm::Ref(executable, &kExecutableType));
+  return OkStatus();
+}
+
+// (executable, name) -> ordinal of the export called |name|.
+Status ExecutableLookupExport(vm::NativeCall& call) {
+  ohal::Executable* executable = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kExecutableType, &executable));
+  char name[128];
+  OSPREY_RETURN_IF_ERROR(GetText(call, 1, name, sizeof(name)));
+  OSPREY_ASSIGN_OR_RETURN(uint32_t ordinal, executable->LookupExport(name));
+  call.set_i32(0, int32_t(ordinal));
+  return OkStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// Semaphores and queue
+//===----------------------------------------------------------------------===//
+
+// (device, initial_value) -> semaphore
+Status SemaphoreCreate(vm::NativeCall& call) {
+  ohal::Device* device = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kDeviceType, &device));
+  OSPREY_ASSIGN_OR_RETURN(auto semaphore, device->CreateSemaphore(uint64_t(call.i64(1))));
+  call.set_ref(0, vm::Ref::FromRefPtr(std::move(semaphore), &kSemaphoreType));
+  return OkStatus();
+}
+
+Status SemaphoreQuery(vm::NativeCall& call) {
+  ohal::Semaphore* semaphore = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kSemaphoreType, &semaphore));
+  OSPREY_ASSIGN_OR_RETURN(uint64_t value, semaphore->Query());
+  call.set_i64(0, int64_t(value));
+  return OkStatus();
+}
+
+Status SemaphoreSignal(vm::NativeCall& call) {
+  ohal::Semaphore* semaphore = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kSemaphoreType, &semaphore));
+  return semaphore->Signal(uint64_t(call.i64(1)));
+}
+
+// (semaphore, value): blocks until the value is reached; a failed
+// semaphore returns its failure.
+Status SemaphoreWait(vm::NativeCall& call) {
+  ohal::Semaphore* semaphore = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kSemaphoreType, &semaphore));
+  return semaphore->Wait(uint64_t(call.i64(1)), platform::kInfiniteFuture);
+}
+
+// (device, wait_semaphore, wait_value, signal_semaphore, signal_value,
+//  command_buffer). Null semaphores mean "none".
+Status DeviceQueueExecute(vm::NativeCall& call) {
+  ohal::Device* device = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kDeviceType, &device));
+  ohal::Semaphore* wait = nullptr;
+  if (!call.ref(1).is_null()) OSPREY_RETURN_IF_ERROR(call.GetRef(1, &kSemaphoreType, &wait));
+  ohal::Semaphore* signal = nullptr;
+  if (!call.ref(3).is_null()) OSPREY_RETURN_IF_ERROR(call.GetRef(3, &kSemaphoreType, &signal));
+  ohal::CommandBuffer* command_buffer = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(5, &kCommandBufferType, &command_buffer));
+  const uint64_t wait_value = uint64_t(call.i64(2));
+  const uint64_t signal_value = uint64_t(call.i64(4));
+  ohal::SemaphoreList wait_list{std::span<ohal::Semaphore* const>(&wait, wait ? 1 : 0),
+                                std::span<const uint64_t>(&wait_value, wait ? 1 : 0)};
+  ohal::SemaphoreList signal_list{std::span<ohal::Semaphore* const>(&signal, signal ? 1 : 0),
+                                  std::span<const uint64_t>(&signal_value, signal ? 1 : 0)};
+  ohal::CommandBuffer* const command_buffers[1] = {command_buffer};
+  return device->QueueExecute(wait_list, command_buffers, signal_list);
+}
+
+// (device, command_buffer): submits and blocks until the work finished;
+// returns the work's failure if it failed.
+Status DeviceQueueExecuteSync(vm::NativeCall& call) {
+  ohal::Device* device = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kDeviceType, &device));
+  ohal::CommandBuffer* command_buffer = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(1, &kCommandBufferType, &command_buffer));
+  OSPREY_ASSIGN_OR_RETURN(auto semaphore, device->CreateSemaphore(0));
+  ohal::Semaphore* signal = semaphore.get();
+  const uint64_t signal_value = 1;
+  ohal::SemaphoreList signal_list{std::span<ohal::Semaphore* const>(&signal, 1),
+                                  std::span<const uint64_t>(&signal_value, 1)};
+  ohal::CommandBuffer* const command_buffers[1] = {command_buffer};
+  OSPREY_RETURN_IF_ERROR(device->QueueExecute({}, command_buffers, signal_list));
+  return semaphore->Wait(1, platform::kInfiniteFuture);
+}
+
+//===----------------------------------------------------------------------===//
+// Function table
+//===----------------------------------------------------------------------===//
+
+constexpr vm::NativeFunction kFunctions[] = {
+    {"device", ":r", DeviceSelf},
+    {"device.allocator", "r:r", DeviceAllocator},
+    {"device.query.i64", "rr:iI", DeviceQueryI64},
+    {"device.queue.execute", "rrIrIr:", DeviceQueueExecute},
+    {"device.queue.execute_sync", "rr:", DeviceQueueExecuteSync},
+    {"allocator.allocate", "riiiI:r", AllocatorAllocate},
+    {"allocator.compatibility", "riiI:i", AllocatorCompatibility},
+    {"buffer.length", "r:I", BufferLength},
+    {"buffer.subspan", "rII:r", BufferSubspan},
+    {"buffer_view.create", "rIIir:r", BufferViewCreate},
+    {"buffer_view.buffer", "r:r", BufferViewBuffer},
+    {"buffer_view.element_type", "r:i", BufferViewElementType},
+    {"buffer_view.rank", "r:i", BufferViewRank},
+    {"buffer_view.dim", "ri:I", BufferViewDim},
+    {"buffer_view.byte_length", "r:I", BufferViewByteLength},
+    {"buffer_view.assert", "rrir:", BufferViewAssert},
+    {"command_buffer.create", "ri:r", CommandBufferCreate},
+    {"command_buffer.begin", "r:", CommandBufferBegin},
+    {"command_buffer.end", "r:", CommandBufferEnd},
+    {"command_buffer.execution_barrier", "r:", CommandBufferBarrier},
+    {"command_buffer.fill_buffer", "rrIIii:", CommandBufferFill},
+    {"command_buffer.copy_buffer", "rrIrII:", CommandBufferCopy},
+    {"command_buffer.dispatch", "rriiiirr:", CommandBufferDispatch},
+    {"executable.create", "ri:r", ExecutableCreate},
+    {"executable.lookup_export", "rr:i", ExecutableLookupExport},
+    {"semaphore.create", "rI:r", SemaphoreCreate},
+    {"semaphore.query", "r:I", SemaphoreQuery},
+    {"semaphore.signal", "rI:", SemaphoreSignal},
+    {"semaphore.wait", "rI:", SemaphoreWait},
+};
+
+}  // namespace
+
+std::span<const vm::NativeFunction> ModuleFunctions() { return kFunctions; }
+
+StatusOr<ref_ptr<vm::Module>> CreateModule(ref_ptr<ohal::Device> device, Allocator* allocator) {
+  if (!device) return InvalidArgumentError("the hal module needs a device");
+  OSPREY_ASSIGN_OR_RETURN(auto module,
+                          MakeRef<HalModule>(allocator, std::move(device), ModuleFunctions()));
+  OSPREY_RETURN_IF_ERROR(module->Validate());
+  return ref_ptr<vm::Module>(std::move(module));
+}
+
+}  // namespace osprey::modules::hal

@@ -1,0 +1,189 @@
+// ModuleRunner: instance/device/session set-up, input upload, calls and
+// output read-back through the embedding API.
+#include "tools/common/module_runner.h"
+
+#include <cstring>
+
+#include "tools/common/npy.h"
+
+namespace osprey::tools {
+
+void RunOptions::AddFlags(FlagParser& parser) {
+  parser.AddString("module", &module_path, "Module file (.osp) to load.");
+  parser.AddString("device", &device, "Device: cpu-sync, cpu-task or npu.");
+  parser.AddString("function", &function,
+                   "Function to call: 'name' or 'module.name'. Default: main.");
+  parser.AddList("input", &inputs,
+                 "One function input: @file.npy or an inline tensor such as 2x3xf32=1,2,3,4,5,6 "
+                 "(scalars: i32=4). Repeat in argument order.");
+  parser.AddInt("task_workers", &task_workers, "Worker threads of the cpu-task device.");
+  parser.AddList("device_param", &device_params, "Extra device parameter key=value.");
+}
+
+Status FromEmbedStatus(const embed::Status& status) {
+  if (status.ok()) return OkStatus();
+  // Drop the "CODE: " prefix the C API adds; Status prints it again.
+  const char* message = status.message();
+  const char* colon = std::strstr(message, ": ");
+  if (colon) message = colon + 2;
+  return Status(StatusCode(status.code()), "%s", message);
+}
+
+StatusOr<std::unique_ptr<ModuleRunner>> ModuleRunner::Create(const RunOptions& options) {
+  if (options.module_path.empty()) return InvalidArgumentError("--module is required");
+  std::unique_ptr<ModuleRunner> runner(new ModuleRunner());
+  OSPREY_RETURN_IF_ERROR(FromEmbedStatus(embed::Instance::Create(&runner->instance_)),
+                         "creating the instance");
+
+  std::vector<std::string> keys, values;
+  if (options.task_workers > 0) {
+    keys.push_back("task_workers");
+    values.push_back(std::to_string(options.task_workers));
+  }
+  for (const std::string& param : options.device_params) {
+    const size_t equals = param.find('=');
+    if (equals == std::string::npos || equals == 0) {
+      return InvalidArgumentError("--device_param '%s' is not key=value", param.c_str());
+    }
+    keys.push_back(param.substr(0, equals));
+    values.push_back(param.substr(equals + 1));
+  }
+  std::vector<osprey_device_param_t> params;
+  for (size_t i = 0; i < keys.size(); ++i) params.push_back({keys[i].c_str(), values[i].c_str()});
+  OSPREY_RETURN_IF_ERROR(FromEmbedStatus(embed::Device::Create(
+      runner->instance_, options.device.c_str(), params, &runner->device_)));
+
+  OSPREY_RETURN_IF_ERROR(
+      FromEmbedStatus(embed::Session::Create(runner->instance_, runner->device_,
+                                             &runner->session_)));
+  OSPREY_RETURN_IF_ERROR(
+      FromEmbedStatus(runner->session_.LoadModuleFile(options.module_path.c_str())));
+  OSPREY_RETURN_IF_ERROR(FromEmbedStatus(
+      runner->session_.LookupFunction(options.function.c_str(), &runner->function_)));
+  OSPREY_RETURN_IF_ERROR(runner->PrepareInputs(options.inputs));
+  return runner;
+}
+
+Status ModuleRunner::PrepareInputs(const std::vector<std::string>& specs) {
+  const std::string signature = function_.signature();
+  const std::string arg_types = signature.substr(0, signature.find(':'));
+  if (specs.size() != arg_types.size()) {
+    return InvalidArgumentError("function '%s' (signature '%s') takes %zu inputs, %zu --input "
+                                "flags were given",
+                                function_.name(), signature.c_str(), arg_types.size(),
+                                specs.size());
+  }
+  input_views_.resize(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    OSPREY_ASSIGN_OR_RETURN(HostTensor tensor, ParseInputArgument(specs[i]), "input %zu", i);
+    osprey_value_t value{};
+    const char type = arg_types[i];
+    if (type == 'r') {
+      OSPREY_RETURN_IF_ERROR(
+          FromEmbedStatus(embed::BufferView::Create(
+              device_, tensor.shape, osprey_element_type_t(tensor.element_type),
+              tensor.data.data(), tensor.data.size(), &input_views_[i])),
+          "uploading input %zu (%s)", i, tensor.FormatShape().c_str());
+      value.type = OSPREY_VALUE_TYPE_BUFFER_VIEW;
+      value.u.buffer_view = input_views_[i].get();
+    } else {
+      // Scalar arguments take a scalar tensor of the matching type.
+      const hal::ElementType expected = type == 'i'   ? hal::ElementType::kInt32
+                                        : type == 'I' ? hal::ElementType::kInt64
+                                        : type == 'f' ? hal::ElementType::kFloat32
+                                                      : hal::ElementType::kFloat64;
+      if (!tensor.shape.empty() || tensor.element_type != expected) {
+        return InvalidArgumentError("input %zu is %s but the function takes a scalar %s here "
+                                    "(e.g. --input=%s=1)",
+                                    i, tensor.FormatShape().c_str(), ElementTypeSpelling(expected),
+                                    ElementTypeSpelling(expected));
+      }
+      value.type = type == 'i'   ? OSPREY_VALUE_TYPE_I32
+                   : type == 'I' ? OSPREY_VALUE_TYPE_I64
+                   : type == 'f' ? OSPREY_VALUE_TYPE_F32
+                                 : OSPREY_VALUE_TYPE_F64;
+      std::memcpy(&value.u, tensor.data.data(), tensor.data.size());
+    }
+    input_values_.push_back(value);
+    host_inputs_.push_back(std::move(tensor));
+  }
+  return OkStatus();
+}
+
+Status ModuleRunner::Invoke(std::vector<osprey_value_t>* outputs) {
+  outputs->assign(function_.output_count(), osprey_value_t{});
+  size_t count = 0;
+  embed::Status status(osprey_function_call_values(function_.get(), input_values_.data(),
+                                                   input_values_.size(), outputs->data(),
+                                                   outputs->size(), &count));
+  outputs->resize(count);
+  return FromEmbedStatus(status);
+}
+
+Status ModuleRunner::Call() {
+  std::vector<osprey_value_t> outputs;
+  OSPREY_RETURN_IF_ERROR(Invoke(&outputs));
+  for (osprey_value_t& value : outputs) {
+    if (value.type == OSPREY_VALUE_TYPE_BUFFER_VIEW) osprey_buffer_view_release(value.u.buffer_view);
+  }
+  return OkStatus();
+}
+
+StatusOr<HostTensor> ReadBufferView(const embed::BufferView& view) {
+  HostTensor tensor;
+  tensor.element_type = hal::ElementType(view.element_type());
+  for (size_t i = 0; i < view.rank(); ++i) tensor.shape.push_back(view.dim(i));
+  tensor.data.resize(view.byte_length());
+  OSPREY_RETURN_IF_ERROR(FromEmbedStatus(view.Read(tensor.data.data(), tensor.data.size())));
+  return tensor;
+}
+
+StatusOr<std::vector<HostTensor>> ModuleRunner::CallAndRead() {
+  std::vector<osprey_value_t> outputs;
+  OSPREY_RETURN_IF_ERROR(Invoke(&outputs));
+  // Adopt every view first so they are all released even if a read fails.
+  std::vector<embed::BufferView> views(outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].type == OSPREY_VALUE_TYPE_BUFFER_VIEW) {
+      views[i] = embed::BufferView(outputs[i].u.buffer_view);
+    }
+  }
+  std::vector<HostTensor> results;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const osprey_value_t& value = outputs[i];
+    HostTensor tensor;
+    switch (value.type) {
+      case OSPREY_VALUE_TYPE_BUFFER_VIEW: {
+        if (!views[i]) return FailedPreconditionError("output %zu is a null buffer view", i);
+        OSPREY_ASSIGN_OR_RETURN(tensor, ReadBufferView(views[i]), "reading output %zu", i);
+        break;
+      }
+      case OSPREY_VALUE_TYPE_I32:
+        tensor.element_type = hal::ElementType::kInt32;
+        tensor.data.resize(4);
+        std::memcpy(tensor.data.data(), &value.u.i32, 4);
+        break;
+      case OSPREY_VALUE_TYPE_I64:
+        tensor.element_type = hal::ElementType::kInt64;
+        tensor.data.resize(8);
+        std::memcpy(tensor.data.data(), &value.u.i64, 8);
+        break;
+      case OSPREY_VALUE_TYPE_F32:
+        tensor.element_type = hal::ElementType::kFloat32;
+        tensor.data.resize(4);
+        std::memcpy(tensor.data.data(), &value.u.f32, 4);
+        break;
+      case OSPREY_VALUE_TYPE_F64:
+        tensor.element_type = hal::ElementType::kFloat64;
+        tensor.data.resize(8);
+        std::memcpy(tensor.data.data(), &value.u.f64, 8);
+        break;
+      default:
+        return InternalError("output %zu has no value", i);
+    }
+    results.push_back(std::move(tensor));
+  }
+  return results;
+}
+
+}  // namespace osprey::tools

@@ -1,0 +1,71 @@
+// Loads a module through the embedding API and calls one of its functions
+// with host tensors: the shared core of osprey-run and osprey-benchmark.
+#ifndef OSPREY_TOOLS_COMMON_MODULE_RUNNER_H_
+#define OSPREY_TOOLS_COMMON_MODULE_RUNNER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/base/status.h"
+#include "runtime/embed/osprey.hpp"
+#include "tools/common/flags.h"
+#include "tools/common/host_tensor.h"
+
+namespace osprey::tools {
+
+struct RunOptions {
+  std::string module_path;
+  std::string device = "cpu-sync";
+  std::string function = "main";
+  // "@file.npy" or inline specs, one per function input.
+  std::vector<std::string> inputs;
+  // cpu-task worker count; 0 leaves the driver default.
+  int64_t task_workers = 0;
+  // Extra "key=value" device parameters.
+  std::vector<std::string> device_params;
+
+  // Declares --module, --device, --function, --input, --task_workers and
+  // --device_param on |parser|.
+  void AddFlags(FlagParser& parser);
+};
+
+// Converts an embedding-API status into a runtime Status (same code and
+// message).
+Status FromEmbedStatus(const embed::Status& status);
+
+class ModuleRunner {
+ public:
+  // Creates the instance, device and session, loads the module, looks up
+  // the function and uploads the inputs. Errors name the failing step.
+  static StatusOr<std::unique_ptr<ModuleRunner>> Create(const RunOptions& options);
+
+  // Calls the function once with the prepared inputs and reads every
+  // output back.
+  StatusOr<std::vector<HostTensor>> CallAndRead();
+  // Calls the function once and drops the outputs (for benchmarking).
+  Status Call();
+
+  const embed::Function& function() const { return function_; }
+  const embed::Device& device() const { return device_; }
+
+ private:
+  ModuleRunner() = default;
+  Status PrepareInputs(const std::vector<std::string>& specs);
+  Status Invoke(std::vector<osprey_value_t>* outputs);
+
+  embed::Instance instance_;
+  embed::Device device_;
+  embed::Session session_;
+  embed::Function function_;
+  std::vector<HostTensor> host_inputs_;
+  std::vector<embed::BufferView> input_views_;
+  std::vector<osprey_value_t> input_values_;
+};
+
+// Reads a buffer view back into a host tensor.
+StatusOr<HostTensor> ReadBufferView(const embed::BufferView& view);
+
+}  // namespace osprey::tools
+
+#endif  // OSPREY_TOOLS_COMMON_MODULE_RUNNER_H_

@@ -1,0 +1,118 @@
+// osprey-run: loads a module, calls one function with inputs from .npy files
+// or the command line, prints the outputs, optionally writes them to .npy
+// files and compares them with expected outputs.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tools/common/flags.h"
+#include "tools/common/host_tensor.h"
+#include "tools/common/module_runner.h"
+#include "tools/common/npy.h"
+
+namespace osprey::tools {
+namespace {
+
+constexpr char kUsage[] =
+    "Usage: osprey-run --module=model.osp [--device=cpu-sync] [--function=main]\n"
+    "                  --input=@in.npy|--input=2x3xf32=1,2,3,4,5,6 ...\n"
+    "                  [--output=@out.npy ...] [--expected_output=@ref.npy ...]\n"
+    "                  [--tolerance=1e-4] [--task_workers=N]\n"
+    "Exits 0 on success, 1 on any error or output mismatch.";
+
+struct Flags {
+  RunOptions run;
+  std::vector<std::string> outputs;
+  std::vector<std::string> expected_outputs;
+  double tolerance = 1e-4;
+  int64_t print_max_elements = 1024;
+  bool print_outputs = true;
+};
+
+Status Run(const Flags& flags) {
+  OSPREY_ASSIGN_OR_RETURN(auto runner, ModuleRunner::Create(flags.run));
+  OSPREY_ASSIGN_OR_RETURN(auto results, runner->CallAndRead());
+  if (flags.print_outputs) {
+    for (size_t i = 0; i < results.size(); ++i) {
+      std::printf("result[%zu]: %s\n", i, FormatTensor(results[i], flags.print_max_elements).c_str());
+    }
+  }
+  if (flags.outputs.size() > results.size()) {
+    return InvalidArgumentError("%zu --output flags but '%s' returned %zu outputs",
+                                flags.outputs.size(), runner->function().name(), results.size());
+  }
+  for (size_t i = 0; i < flags.outputs.size(); ++i) {
+    const std::string& target = flags.outputs[i];
+    if (target.empty() || target == "-") continue;  // Skip this output.
+    if (target[0] != '@') {
+      return InvalidArgumentError("--output '%s' must be @file.npy (or '-' to skip)",
+                                  target.c_str());
+    }
+    OSPREY_RETURN_IF_ERROR(WriteNpyFile(target.substr(1), results[i]), "output %zu", i);
+  }
+  if (flags.expected_outputs.empty()) return OkStatus();
+  if (flags.expected_outputs.size() != results.size()) {
+    return InvalidArgumentError("%zu --expected_output flags but '%s' returned %zu outputs",
+                                flags.expected_outputs.size(), runner->function().name(),
+                                results.size());
+  }
+  int failures = 0;
+  for (size_t i = 0; i < results.size(); ++i) {
+    OSPREY_ASSIGN_OR_RETURN(HostTensor expected, ParseInputArgument(flags.expected_outputs[i]),
+                            "expected output %zu", i);
+    Status match = CompareTensors(expected, results[i], flags.tolerance);
+    if (match.ok()) {
+      std::printf("[ OK ] result[%zu] matches the expected output\n", i);
+    } else {
+      std::printf("[FAIL] result[%zu]: %s\n", i, match.message());
+      ++failures;
+    }
+  }
+  if (failures) {
+    return InvalidArgumentError("%d of %zu outputs do not match the expected values", failures,
+                                results.size());
+  }
+  return OkStatus();
+}
+
+}  // namespace
+}  // namespace osprey::tools
+
+int main(int argc, char** argv) {
+  using namespace osprey::tools;
+  Flags flags;
+  FlagParser parser(kUsage);
+  flags.run.AddFlags(parser);
+  parser.AddList("output", &flags.outputs,
+                 "Where to write each output: @file.npy, or '-' to skip one. In output order.");
+  parser.AddList("expected_output", &flags.expected_outputs,
+                 "Expected value of each output (@file.npy or inline); all outputs must be "
+                 "given. A mismatch exits 1.");
+  parser.AddDouble("tolerance", &flags.tolerance,
+                   "Allowed difference for --expected_output: |a-e| <= tol*max(1,|e|) for "
+                   "floats, floor(tol) for integers.");
+  parser.AddInt("print_max_elements", &flags.print_max_elements,
+                "Elements printed per output before eliding.");
+  parser.AddBool("print_outputs", &flags.print_outputs, "Print the outputs to stdout.");
+  osprey::Status status = parser.Parse(&argc, argv);
+  if (!status.ok()) {
+    std::fprintf(stderr, "osprey-run: %s\n", status.message());
+    return 1;
+  }
+  if (parser.help_requested()) {
+    std::printf("%s\n", parser.Usage().c_str());
+    return 0;
+  }
+  if (argc > 1) {
+    std::fprintf(stderr, "osprey-run: unexpected argument '%s' (see --help)\n", argv[1]);
+    return 1;
+  }
+  status = Run(flags);
+  if (!status.ok()) {
+    char text[4096];
+    status.ToString(text, sizeof(text));
+    std::fprintf(stderr, "osprey-run: %s\n", text);
+    return 1;
+  }
+  return 0;
+}
