@@ -110,6 +110,7 @@ inline int32_t LoadI32(const uint8_t* p) {
 inline void StoreI32(uint8_t* p, int32_t v) { std::memcpy(p, &v, sizeof(v)); }
 
 inline uint64_t CeilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+inline uint64_t Max(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 enum Space : uint8_t { kSram = 0, kWeights = 1 };
 const char* SpaceName(uint8_t space) { return space == kSram ? "SRAM" : "weight memory"; }
@@ -518,12 +519,14 @@ bool Simulator::Run::ConvLike() {
     cycles = CeilDiv(oc, cols) * pixels * taps;
     macs = 0;
   } else if (depthwise) {
+    // Output-parallel blocks cannot finish faster than their accumulators
+    // drain (one array row per cycle); see docs/npu.md.
     cycles = ip ? CeilDiv(oc, cols) * pixels * CeilDiv(taps, rows)
-                : CeilDiv(oc, cols) * CeilDiv(pixels, rows) * taps;
+                : CeilDiv(oc, cols) * CeilDiv(pixels, rows) * Max(taps, rows);
     macs = pixels * oc * taps;
   } else {
     cycles = ip ? CeilDiv(oc, cols) * pixels * taps * CeilDiv(ic, rows)
-                : CeilDiv(oc, cols) * CeilDiv(pixels, rows) * taps * ic;
+                : CeilDiv(oc, cols) * CeilDiv(pixels, rows) * Max(taps * ic, rows);
     macs = pixels * oc * taps * ic;
   }
   ChargeCompute(cycles, macs);
@@ -577,7 +580,7 @@ bool Simulator::Run::MatMul() {
   const uint64_t rows = sim->config_.array_rows(), cols = sim->config_.array_cols();
   const bool ip = sim->config_.mode == ParallelMode::kInputParallel;
   uint64_t cycles = ip ? CeilDiv(n, cols) * m * CeilDiv(k, rows)
-                       : CeilDiv(n, cols) * CeilDiv(m, rows) * k;
+                       : CeilDiv(n, cols) * CeilDiv(m, rows) * Max(k, rows);
   ChargeCompute(cycles, m * n * k);
   return true;
 }

@@ -1,0 +1,229 @@
+// Simulated cycles and PE utilization of the convolution layers of MLPerf
+// Tiny's ResNet-8 and DS-CNN on several NPU configurations.
+//
+// Run without arguments it prints the markdown tables of docs/npu.md and
+// then times the simulator itself with Google Benchmark. Each layer runs as
+// one command stream: weights and input in by DMA, the layer (row-tiled if
+// it does not fit in SRAM), output out by DMA.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "drivers/npu/sim/command_stream.h"
+#include "drivers/npu/sim/simulator.h"
+#include "drivers/npu/testing/stream_builder.h"
+
+namespace osprey::drivers::npu {
+namespace {
+
+using sim::Counters;
+using sim::HardwareConfig;
+using sim::ParallelMode;
+using testing::StreamBuilder;
+
+struct Layer {
+  const char* name;
+  int ih, iw, ic, oc, kh, kw, stride, pad_top, pad_left;
+  bool depthwise;
+  int oh() const { return ih / stride + (ih % stride ? 1 : 0); }  // "same" padding
+  int ow() const { return iw / stride + (iw % stride ? 1 : 0); }
+  uint64_t macs() const {
+    return uint64_t(oh()) * ow() * oc * kh * kw * (depthwise ? 1 : ic);
+  }
+};
+
+// MLPerf Tiny ResNet-8 (CIFAR-10, 32x32x3).
+const Layer kResNet8[] = {
+    {"conv1 3x3 3->16", 32, 32, 3, 16, 3, 3, 1, 1, 1, false},
+    {"s1 conv 3x3 16->16 (a)", 32, 32, 16, 16, 3, 3, 1, 1, 1, false},
+    {"s1 conv 3x3 16->16 (b)", 32, 32, 16, 16, 3, 3, 1, 1, 1, false},
+    {"s2 conv 3x3/2 16->32", 32, 32, 16, 32, 3, 3, 2, 0, 0, false},
+    {"s2 conv 3x3 32->32", 16, 16, 32, 32, 3, 3, 1, 1, 1, false},
+    {"s2 shortcut 1x1/2 16->32", 32, 32, 16, 32, 1, 1, 2, 0, 0, false},
+    {"s3 conv 3x3/2 32->64", 16, 16, 32, 64, 3, 3, 2, 0, 0, false},
+    {"s3 conv 3x3 64->64", 8, 8, 64, 64, 3, 3, 1, 1, 1, false},
+    {"s3 shortcut 1x1/2 32->64", 16, 16, 32, 64, 1, 1, 2, 0, 0, false},
+};
+
+// MLPerf Tiny DS-CNN (keyword spotting, 49x10x1 MFCC).
+const Layer kDsCnn[] = {
+    {"conv1 10x4/2 1->64", 49, 10, 1, 64, 10, 4, 2, 4, 1, false},
+    {"dw1 3x3 64", 25, 5, 64, 64, 3, 3, 1, 1, 1, true},
+    {"pw1 1x1 64->64", 25, 5, 64, 64, 1, 1, 1, 0, 0, false},
+    {"dw2 3x3 64", 25, 5, 64, 64, 3, 3, 1, 1, 1, true},
+    {"pw2 1x1 64->64", 25, 5, 64, 64, 1, 1, 1, 0, 0, false},
+    {"dw3 3x3 64", 25, 5, 64, 64, 3, 3, 1, 1, 1, true},
+    {"pw3 1x1 64->64", 25, 5, 64, 64, 1, 1, 1, 0, 0, false},
+    {"dw4 3x3 64", 25, 5, 64, 64, 3, 3, 1, 1, 1, true},
+    {"pw4 1x1 64->64", 25, 5, 64, 64, 1, 1, 1, 0, 0, false},
+};
+
+struct Result {
+  Counters counters;
+  bool ok = false;
+};
+
+// Builds and runs the stream of one layer. Output rows are tiled so that one
+// input tile (with halo) and one output tile fit in SRAM.
+Result RunLayer(const Layer& l, const HardwareConfig& config) {
+  std::mt19937 gen(1);
+  std::uniform_int_distribution<int> d(-128, 127);
+  const size_t w_bytes = size_t(l.depthwise ? 1 : l.oc) * l.kh * l.kw * l.ic;
+  std::vector<uint8_t> input(size_t(l.ih) * l.iw * l.ic), weights(w_bytes + 12 * l.oc);
+  for (auto& x : input) x = uint8_t(d(gen));
+  for (size_t i = 0; i < w_bytes; ++i) weights[i] = uint8_t(d(gen));
+  std::vector<int32_t> bias(l.oc, 0), mult(l.oc, 1 << 30), shift(l.oc, -8);
+  auto q = testing::PackQParams(bias, mult, shift);
+  std::memcpy(weights.data() + w_bytes, q.data(), q.size());
+  std::vector<uint8_t> output(size_t(l.oh()) * l.ow() * l.oc);
+
+  const uint64_t in_row = uint64_t(l.iw) * l.ic, out_row = uint64_t(l.ow()) * l.oc;
+  int tile = l.oh();
+  while (tile > 1 &&
+         (uint64_t((tile - 1) * l.stride + l.kh) * in_row + tile * out_row) > config.sram_bytes) {
+    --tile;
+  }
+  StreamBuilder b;
+  b.DmaRead(1, 0, 0, uint32_t(weights.size()), 1, 0, 0, /*to_weights=*/true);
+  for (int oy0 = 0; oy0 < l.oh(); oy0 += tile) {
+    const int rows = std::min(tile, l.oh() - oy0);
+    const int iy0 = std::max(0, oy0 * l.stride - l.pad_top);
+    const int iy1 = std::min(l.ih, (oy0 + rows - 1) * l.stride - l.pad_top + l.kh);
+    const uint32_t ofm = uint32_t((iy1 - iy0) * in_row + 63) / 64 * 64;
+    b.DmaRead(0, uint32_t(iy0 * in_row), 0, uint32_t((iy1 - iy0) * in_row));
+    b.Op(NPU_OP_SYNC);
+    b.Ifm(0, iy1 - iy0, l.iw, l.ic).Ofm(ofm, rows, l.ow(), l.oc);
+    b.Kernel(l.kh, l.kw, l.stride, l.stride, oy0 == 0 ? l.pad_top : 0, l.pad_left);
+    b.Set(NPU_REG_QPARAM_ADDR, uint32_t(w_bytes));
+    b.Op(l.depthwise ? NPU_OP_DEPTH_CONV : NPU_OP_CONV_RELU, l.depthwise ? NPU_FLAG_REQUANT : 0);
+    b.Op(NPU_OP_SYNC);
+    b.DmaWrite(2, uint32_t(oy0 * out_row), ofm, uint32_t(rows * out_row));
+  }
+  std::vector<uint32_t> words = b.Finish();
+  sim::ExportView view;
+  view.words = words;
+  view.relocations = b.relocations();
+  view.binding_count = 3;
+  const uint32_t bases[3] = {0x10000000, 0x20000000, 0x30000000};
+  std::vector<uint32_t> patched(words.size());
+  Result r;
+  if (!sim::ApplyRelocations(view, bases, patched).ok()) return r;
+  sim::MemoryWindow windows[3] = {
+      {bases[0], uint32_t(input.size()), input.data(), sim::kWindowRead},
+      {bases[1], uint32_t(weights.size()), weights.data(), sim::kWindowRead},
+      {bases[2], uint32_t(output.size()), output.data(), sim::kWindowWrite},
+  };
+  auto device = sim::Simulator::Create(config, osprey::Allocator::Default());
+  if (!device.ok()) return r;
+  Status s = (*device)->Execute(patched, windows, &r.counters, nullptr);
+  if (!s.ok()) {
+    char text[512];
+    s.ToString(text, sizeof(text));
+    fprintf(stderr, "%s: %s\n", l.name, text);
+    return r;
+  }
+  r.ok = true;
+  return r;
+}
+
+HardwareConfig Config(uint32_t pes, uint64_t sram_kib, ParallelMode mode) {
+  HardwareConfig c;
+  c.pe_count = pes;
+  c.sram_bytes = sram_kib * 1024;
+  c.mode = mode;
+  return c;
+}
+
+struct Column {
+  const char* title;
+  HardwareConfig config;
+};
+
+void PrintTable(const char* model, const Layer* layers, size_t count) {
+  const Column columns[] = {
+      {"64 PE, 256 KiB", Config(64, 256, ParallelMode::kOutputParallel)},
+      {"64 PE, 512 KiB", Config(64, 512, ParallelMode::kOutputParallel)},
+      {"256 PE, 256 KiB", Config(256, 256, ParallelMode::kOutputParallel)},
+      {"256 PE, 512 KiB", Config(256, 512, ParallelMode::kOutputParallel)},
+      {"256 PE, 512 KiB, input-parallel", Config(256, 512, ParallelMode::kInputParallel)},
+  };
+  printf("\n%s: compute cycles of the layer instruction / PE utilization "
+         "(peak = MACs / PEs); last row: all layers, total cycles with DMA\n\n",
+         model);
+  printf("| layer | MACs | peak 64 | peak 256 |");
+  for (const Column& c : columns) printf(" %s |", c.title);
+  printf("\n|---|---:|---:|---:|");
+  for (size_t i = 0; i < sizeof(columns) / sizeof(columns[0]); ++i) printf("---:|");
+  printf("\n");
+  uint64_t total_macs = 0;
+  Counters totals[sizeof(columns) / sizeof(columns[0])];
+  for (size_t i = 0; i < count; ++i) {
+    const Layer& l = layers[i];
+    total_macs += l.macs();
+    printf("| %s | %llu | %llu | %llu |", l.name, (unsigned long long)l.macs(),
+           (unsigned long long)((l.macs() + 63) / 64), (unsigned long long)((l.macs() + 255) / 256));
+    for (size_t c = 0; c < sizeof(columns) / sizeof(columns[0]); ++c) {
+      Result r = RunLayer(l, columns[c].config);
+      if (!r.ok) {
+        printf(" fault |");
+        continue;
+      }
+      totals[c].Accumulate(r.counters);
+      printf(" %llu / %.0f%% |", (unsigned long long)r.counters.mac_cycles,
+             100.0 * r.counters.pe_utilization(columns[c].config.pe_count));
+    }
+    printf("\n");
+  }
+  printf("| **total (with DMA)** | %llu | %llu | %llu |", (unsigned long long)total_macs,
+         (unsigned long long)((total_macs + 63) / 64),
+         (unsigned long long)((total_macs + 255) / 256));
+  for (size_t c = 0; c < sizeof(columns) / sizeof(columns[0]); ++c) {
+    printf(" %llu (MAC %llu) / %.0f%% |", (unsigned long long)totals[c].total_cycles,
+           (unsigned long long)totals[c].mac_cycles,
+           100.0 * totals[c].pe_utilization(columns[c].config.pe_count));
+  }
+  printf("\n");
+}
+
+// Host time to simulate a whole model's conv layers (functional + timing).
+void BM_SimulateModel(benchmark::State& state) {
+  const bool resnet = state.range(0) == 0;
+  const Layer* layers = resnet ? kResNet8 : kDsCnn;
+  const size_t count = resnet ? std::size(kResNet8) : std::size(kDsCnn);
+  HardwareConfig config = Config(uint32_t(state.range(1)), 512, ParallelMode::kOutputParallel);
+  uint64_t cycles = 0, macs = 0;
+  for (auto _ : state) {
+    cycles = macs = 0;
+    for (size_t i = 0; i < count; ++i) {
+      Result r = RunLayer(layers[i], config);
+      if (!r.ok) {
+        state.SkipWithError("layer faulted");
+        return;
+      }
+      cycles += r.counters.total_cycles;
+      macs += r.counters.macs;
+    }
+  }
+  state.counters["npu_cycles"] = double(cycles);
+  state.counters["macs"] = double(macs);
+  state.SetLabel(resnet ? "resnet8" : "ds-cnn");
+}
+BENCHMARK(BM_SimulateModel)->ArgsProduct({{0, 1}, {64, 256}})->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace osprey::drivers::npu
+
+int main(int argc, char** argv) {
+  using namespace osprey::drivers::npu;
+  PrintTable("ResNet-8", kResNet8, std::size(kResNet8));
+  PrintTable("DS-CNN", kDsCnn, std::size(kDsCnn));
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
