@@ -79,9 +79,18 @@ build_target() {
     read -r -a build_targets <<< "$OSPREY_CROSS_BUILD_TARGETS"
     build_targets=(--target "${build_targets[@]}")
   fi
-  if ! cmake --build "$dir" -j"$jobs" "${build_targets[@]}"; then
-    echo "cross_build.sh: building $target FAILED" >&2
+  # The compiler output goes to build.log and is shown in full on failure.
+  if ! cmake --build "$dir" -j"$jobs" "${build_targets[@]}" > "$dir/build.log" 2>&1; then
+    cat "$dir/build.log" >&2
+    echo "cross_build.sh: building $target FAILED (log: $dir/build.log)" >&2
     return 1
+  fi
+  local warnings
+  warnings="$(grep -c 'warning:' "$dir/build.log" || true)"
+  echo "built; $warnings compiler warnings (log: $dir/build.log)"
+  if ((warnings > 0)); then
+    grep 'warning:' "$dir/build.log" | sed "s|^$root/||; s|^.*/cmake/\.\./||" | sort | uniq -c |
+      sort -rn | head -5
   fi
 
   local elf="$dir/bin/osprey_bare_metal_firmware.elf"

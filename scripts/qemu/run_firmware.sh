@@ -9,7 +9,9 @@
 #
 #   OSPREY_QEMU_TIMEOUT  seconds before the run counts as hung (default 60)
 #   OSPREY_QEMU_COUNT_INSNS=1  also print the number of guest instructions
-#                        executed (slow: QEMU runs one instruction per block)
+#                        executed and the functions that executed the most
+#                        (scripts/qemu/insn_profile.py; slower, and the trace
+#                        takes ~75 bytes of /tmp per instruction)
 set -euo pipefail
 
 if (($# < 2)); then
@@ -41,13 +43,25 @@ qemu+=(-nographic -monitor none -semihosting-config "$semihosting" -kernel "$elf
 
 timeout_s="${OSPREY_QEMU_TIMEOUT:-60}"
 if [[ "${OSPREY_QEMU_COUNT_INSNS:-0}" == "1" ]]; then
+  # One instruction per translation block, so each exec trace line is one
+  # executed instruction (the option was renamed in QEMU 8.1).
+  if "${qemu[0]}" -accel help 2>&1 | grep -q tcg && "${qemu[0]}" -help | grep -q one-insn-per-tb; then
+    single=(-accel tcg,one-insn-per-tb=on)
+  else
+    single=(-singlestep)
+  fi
   log="$(mktemp)"
   trap 'rm -f "$log"' EXIT
   set +e
-  timeout "$timeout_s" "${qemu[@]}" -accel tcg,one-insn-per-tb=on -d exec,nochain -D "$log"
+  timeout "$timeout_s" "${qemu[@]}" "${single[@]}" -d exec,nochain -D "$log"
   rc=$?
   set -e
-  echo "guest instructions executed: $(grep -c '^Trace ' "$log")"
+  case "$target" in
+    riscv32) nm=riscv64-unknown-elf-nm ;;
+    *) nm=arm-none-eabi-nm ;;
+  esac
+  python3 "$(dirname "${BASH_SOURCE[0]}")/insn_profile.py" "$log" --elf "$elf" --nm "$nm" \
+    --top "${OSPREY_QEMU_PROFILE_TOP:-12}"
 else
   set +e
   timeout "$timeout_s" "${qemu[@]}"

@@ -120,6 +120,8 @@ def main():
   print(row("total", everything))
   print(row("osprey runtime libraries", osprey))
   print(f"osprey runtime code size (text+data): {osprey['text'] + osprey['data']} bytes")
+  strings = sum(size for size, name, _ in osprey_sections if re.search(r"\.str\d", name))
+  print(f"  of which string literals (messages, names): {strings} bytes")
 
   if args.top > 0 and osprey_sections:
     osprey_sections.sort(reverse=True)
