@@ -64,6 +64,11 @@ class CommandBuffer : public Resource {
 
   static constexpr DeviceSize kMaxUpdateLength = 64 * 1024;
 
+  // Identifies the implementation so a device can check, without RTTI,
+  // that a submitted command buffer is one it can execute (e.g.
+  // &hal::local::RecordingCommandBuffer::kKind). Null by default.
+  virtual const void* kind() const { return nullptr; }
+
  protected:
   CommandBuffer(CommandBufferMode mode, osprey::Allocator* host_allocator);
   ~CommandBuffer() override;

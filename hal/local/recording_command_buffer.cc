@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "hal/local/local_executable.h"
+
 namespace osprey::hal::local {
 
 const char* CommandTypeName(CommandType type) {
@@ -17,8 +19,22 @@ const char* CommandTypeName(CommandType type) {
 }
 
 StatusOr<ref_ptr<RecordingCommandBuffer>> RecordingCommandBuffer::Create(
-    CommandBufferMode mode, osprey::Allocator* host_allocator) {
-  return MakeRef<RecordingCommandBuffer>(host_allocator, mode, host_allocator);
+    CommandBufferMode mode, osprey::Allocator* host_allocator, RecordingOptions options) {
+  return MakeRef<RecordingCommandBuffer>(host_allocator, mode, host_allocator, options);
+}
+
+const char RecordingCommandBuffer::kKind = 0;
+
+Status RecordingCommandBuffer::BeginSubmission() {
+  if (state() != State::kExecutable) {
+    return FailedPreconditionError(
+        "command buffer submitted before End() (it is still %s)",
+        state() == State::kInitial ? "initial" : "recording");
+  }
+  if (AnyBitSet(mode(), CommandBufferMode::kOneShot) && submitted_.exchange(true)) {
+    return FailedPreconditionError("one-shot command buffer submitted a second time");
+  }
+  return OkStatus();
 }
 
 void RecordingCommandBuffer::Append(Command* command) {
@@ -72,6 +88,21 @@ Status RecordingCommandBuffer::DispatchImpl(Executable* executable, uint32_t ord
                                             WorkgroupCount workgroup_count,
                                             std::span<const uint32_t> constants,
                                             std::span<const BufferRef> bindings) {
+  if (options_.local_executables_only) {
+    const LocalExecutable* local = LocalExecutable::Cast(executable);
+    const ExportInfo& info = executable->export_info(ordinal);
+    if (!local) {
+      return InvalidArgumentError(
+          "dispatch of export '%s': the executable is not a CPU executable (was it prepared by "
+          "another device?)",
+          info.name);
+    }
+    if (info.local_memory_size > options_.max_local_memory_size) {
+      return ResourceExhaustedError(
+          "dispatch of export '%s' needs %u bytes of local memory; this device provides %u",
+          info.name, info.local_memory_size, options_.max_local_memory_size);
+    }
+  }
   OSPREY_ASSIGN_OR_RETURN(auto* command, arena().New<DispatchCommand>());
   uint32_t* constants_copy = nullptr;
   if (!constants.empty()) {

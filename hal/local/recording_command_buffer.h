@@ -5,6 +5,7 @@
 #ifndef OSPREY_HAL_LOCAL_RECORDING_COMMAND_BUFFER_H_
 #define OSPREY_HAL_LOCAL_RECORDING_COMMAND_BUFFER_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -71,6 +72,15 @@ class CommandHandler {
   virtual Status OnDispatch(const DispatchCommand& command) = 0;
 };
 
+// Record-time limits a driver imposes on dispatches, so that recording (not
+// execution) reports what the driver cannot run.
+struct RecordingOptions {
+  // Dispatches must use LocalExecutables (INVALID_ARGUMENT otherwise).
+  bool local_executables_only = false;
+  // Most local memory an export may declare (RESOURCE_EXHAUSTED otherwise).
+  uint32_t max_local_memory_size = UINT32_MAX;
+};
+
 // Record from one thread; once ended, Replay() and first_command() may be
 // used from any number of threads at once (the list is immutable).
 class RecordingCommandBuffer : public CommandBuffer {
@@ -78,7 +88,24 @@ class RecordingCommandBuffer : public CommandBuffer {
   // |host_allocator| is borrowed for the command buffer's lifetime and
   // holds the object and its arena.
   static StatusOr<ref_ptr<RecordingCommandBuffer>> Create(CommandBufferMode mode,
-                                                          osprey::Allocator* host_allocator);
+                                                          osprey::Allocator* host_allocator,
+                                                          RecordingOptions options = {});
+
+  // Value of kind() for every RecordingCommandBuffer (compare addresses).
+  static const char kKind;
+  const void* kind() const override { return &kKind; }
+  // |command_buffer| as a RecordingCommandBuffer, or null if it is another
+  // kind.
+  static RecordingCommandBuffer* Cast(CommandBuffer* command_buffer) {
+    return command_buffer && command_buffer->kind() == &kKind
+               ? static_cast<RecordingCommandBuffer*>(command_buffer)
+               : nullptr;
+  }
+
+  // Checks that the command buffer can be submitted now: FAILED_PRECONDITION
+  // if it has not ended, or if it is one-shot and was submitted before.
+  // Marks a one-shot command buffer as submitted. Thread-safe.
+  Status BeginSubmission();
 
   // The first recorded command (null if none); follow Command::next.
   const Command* first_command() const { return first_; }
@@ -93,8 +120,9 @@ class RecordingCommandBuffer : public CommandBuffer {
   Status Replay(CommandHandler& handler) const;
 
  protected:
-  RecordingCommandBuffer(CommandBufferMode mode, osprey::Allocator* host_allocator)
-      : CommandBuffer(mode, host_allocator) {}
+  RecordingCommandBuffer(CommandBufferMode mode, osprey::Allocator* host_allocator,
+                         RecordingOptions options)
+      : CommandBuffer(mode, host_allocator), options_(options) {}
 
   Status ExecutionBarrierImpl() override;
   Status FillBufferImpl(BufferRef target, uint32_t pattern, size_t pattern_length) override;
@@ -111,6 +139,8 @@ class RecordingCommandBuffer : public CommandBuffer {
 
   void Append(Command* command);
 
+  RecordingOptions options_;
+  std::atomic<bool> submitted_{false};
   const Command* first_ = nullptr;
   Command* last_ = nullptr;
   size_t count_ = 0;
