@@ -1,0 +1,22 @@
+# Runs osprey-dump on INPUT (cut to TRUNCATE bytes if set) and checks that it
+# exits with EXPECT_RC (a crash is a failure) and that its output matches
+# every regular expression in the list EXPECT.
+if(DEFINED TRUNCATE)
+  get_filename_component(_name ${INPUT} NAME)
+  set(_cut ${CMAKE_CURRENT_BINARY_DIR}/truncated_${TRUNCATE}_${_name})
+  execute_process(COMMAND head -c ${TRUNCATE} ${INPUT} OUTPUT_FILE ${_cut} RESULT_VARIABLE _rc)
+  if(NOT _rc EQUAL 0)
+    message(FATAL_ERROR "could not truncate ${INPUT}")
+  endif()
+  set(INPUT ${_cut})
+endif()
+execute_process(COMMAND ${TOOL} ${INPUT} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message("${out}${err}")
+if(NOT "${rc}" STREQUAL "${EXPECT_RC}")
+  message(FATAL_ERROR "osprey-dump exited with '${rc}', expected ${EXPECT_RC}")
+endif()
+foreach(_re ${EXPECT})
+  if(NOT "${out}${err}" MATCHES "${_re}")
+    message(FATAL_ERROR "output does not match '${_re}'")
+  endif()
+endforeach()
