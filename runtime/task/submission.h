@@ -228,6 +228,9 @@ class Submission {
   StatusOr<T*> New(Args&&... args) {
     return arena_.New<T>(std::forward<Args>(args)...);
   }
+  // The arena behind Allocate(), for helpers that take an Arena. Same
+  // lifetime; borrowed.
+  Arena* arena() { return &arena_; }
 
   size_t task_count() const { return task_count_; }
   // Bytes of task memory taken from the arena so far.
