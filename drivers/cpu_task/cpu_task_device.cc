@@ -10,6 +10,7 @@
 #include "hal/local/local_dispatch.h"
 #include "hal/local/local_executable_cache.h"
 #include "hal/local/recording_command_buffer.h"
+#include "runtime/base/logging.h"
 
 namespace osprey::drivers::cpu_task {
 
@@ -81,7 +82,7 @@ Status ParseDeviceParams(std::span<const hal::DeviceParam> params,
 StatusOr<ref_ptr<CpuTaskDevice>> CpuTaskDevice::Create(const CpuTaskDeviceOptions& options,
                                                        osprey::Allocator* host_allocator) {
   if (!host_allocator) return InvalidArgumentError("cpu-task device needs a host allocator");
-  OSPREY_ASSIGN_OR_RETURN(auto device, MakeRef<CpuTaskDevice>(host_allocator, host_allocator));
+  OSPREY_ASSIGN_OR_RETURN(auto device, MakeRef<CpuTaskDevice>(host_allocator, options, host_allocator));
   OSPREY_ASSIGN_OR_RETURN(device->allocator_, hal::local::HeapAllocator::Create(host_allocator),
                           "creating the cpu-task allocator");
   OSPREY_ASSIGN_OR_RETURN(
@@ -108,8 +109,12 @@ CpuTaskDevice::~CpuTaskDevice() {
 
 StatusOr<ref_ptr<hal::CommandBuffer>> CpuTaskDevice::CreateCommandBuffer(
     hal::CommandBufferMode mode) {
-  OSPREY_ASSIGN_OR_RETURN(auto command_buffer,
-                          hal::local::RecordingCommandBuffer::Create(mode, host_allocator_));
+  hal::local::RecordingOptions options;
+  options.local_executables_only = true;
+  options.max_local_memory_size = options_.worker_local_memory_size;
+  OSPREY_ASSIGN_OR_RETURN(
+      auto command_buffer,
+      hal::local::RecordingCommandBuffer::Create(mode, host_allocator_, options));
   return ref_ptr<hal::CommandBuffer>(std::move(command_buffer));
 }
 
@@ -121,7 +126,7 @@ StatusOr<ref_ptr<hal::Semaphore>> CpuTaskDevice::CreateSemaphore(uint64_t initia
 StatusOr<ref_ptr<hal::ExecutableCache>> CpuTaskDevice::CreateExecutableCache() {
   OSPREY_ASSIGN_OR_RETURN(
       auto cache, hal::local::LocalExecutableCache::Create(
-                      loaders_->loaders(), hal::local::ImportTable{},
+                      loaders_->loaders(), options_.imports,
                       ref_ptr<RefObject>(loaders_.get()), host_allocator_));
   return ref_ptr<hal::ExecutableCache>(std::move(cache));
 }
@@ -211,6 +216,12 @@ void OnComplete(void* user_data, Status status) {
     } else {
       semaphore->Fail(status.Clone());
     }
+  }
+  if (!status.ok() && work->signal_count == 0) {
+    // Nothing else can report it: the caller asked for no signal.
+    char text[512];
+    status.ToString(text, sizeof(text));
+    OSPREY_LOG_WARNING("cpu-task submission failed with no semaphore to report it: %s", text);
   }
   status.IgnoreError();
   for (size_t i = 0; i < work->signal_count; ++i) work->signal_semaphores[i]->Release();
@@ -379,11 +390,22 @@ Status CpuTaskDevice::QueueExecute(const hal::SemaphoreList& wait,
   OSPREY_RETURN_IF_ERROR(CheckSemaphoreList(signal, "signal"));
   for (size_t i = 0; i < command_buffers.size(); ++i) {
     if (!command_buffers[i]) return InvalidArgumentError("command buffer %zu is null", i);
-    if (command_buffers[i]->state() != hal::CommandBuffer::State::kExecutable) {
-      return FailedPreconditionError(
-          "command buffer %zu of %zu has not ended recording (End() not called)", i,
-          command_buffers.size());
+    if (!hal::local::RecordingCommandBuffer::Cast(command_buffers[i])) {
+      return InvalidArgumentError("command buffer %zu was not created by a CPU device", i);
     }
+  }
+  for (size_t i = 0; i < signal.size(); ++i) {
+    auto current = signal.semaphores[i]->Query();
+    if (current.ok() && *current >= signal.values[i]) {
+      return InvalidArgumentError(
+          "signal semaphore %zu is already at %llu; signalling %llu would not advance it", i,
+          (unsigned long long)*current, (unsigned long long)signal.values[i]);
+    }
+  }
+  for (size_t i = 0; i < command_buffers.size(); ++i) {
+    OSPREY_RETURN_IF_ERROR(
+        hal::local::RecordingCommandBuffer::Cast(command_buffers[i])->BeginSubmission(),
+        "submitting command buffer %zu of %zu", i, command_buffers.size());
   }
 
   OSPREY_ASSIGN_OR_RETURN(task::Submission * submission, executor_->AcquireSubmission());

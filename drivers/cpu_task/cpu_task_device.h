@@ -27,6 +27,9 @@ struct CpuTaskDeviceOptions {
   // Libraries for the "static" executable format; borrowed, must outlive
   // the device (null: none).
   const hal::local::StaticLibraryRegistry* static_libraries = nullptr;
+  // Host functions offered to executables; the entries are borrowed and
+  // must outlive the device and every executable it loads.
+  hal::local::ImportTable imports;
 };
 
 // Parses device params (task_workers, task_affinity, task_local_memory)
@@ -54,10 +57,13 @@ class CpuTaskDevice final : public hal::Device {
   StatusOr<ref_ptr<hal::Semaphore>> CreateSemaphore(uint64_t initial_value) override;
   StatusOr<ref_ptr<hal::ExecutableCache>> CreateExecutableCache() override;
 
-  // Validates (INVALID_ARGUMENT for mismatched or null semaphore lists,
-  // FAILED_PRECONDITION for a command buffer not ended; errors preparing a
-  // dispatch, annotated with its position), builds the task graph and
-  // returns without waiting. Execution failures fail |signal|.
+  // Validates, builds the task graph and returns without waiting.
+  // INVALID_ARGUMENT for mismatched or null semaphore lists, null or foreign
+  // command buffers, or a signal value the semaphore already reached;
+  // FAILED_PRECONDITION for a command buffer that has not ended (or a
+  // one-shot one submitted twice); errors preparing a dispatch, annotated
+  // with its position. Execution failures fail the |signal| semaphores
+  // (with no signal semaphores they are logged).
   Status QueueExecute(const hal::SemaphoreList& wait,
                       std::span<hal::CommandBuffer* const> command_buffers,
                       const hal::SemaphoreList& signal) override;
@@ -70,8 +76,10 @@ class CpuTaskDevice final : public hal::Device {
 
  private:
   friend class osprey::Allocator;  // Constructs through Allocator::New.
-  explicit CpuTaskDevice(osprey::Allocator* host_allocator) : host_allocator_(host_allocator) {}
+  CpuTaskDevice(const CpuTaskDeviceOptions& options, osprey::Allocator* host_allocator)
+      : options_(options), host_allocator_(host_allocator) {}
 
+  CpuTaskDeviceOptions options_;
   osprey::Allocator* host_allocator_;
   ref_ptr<hal::local::HeapAllocator> allocator_;
   ref_ptr<hal::local::DefaultLoaderSet> loaders_;
