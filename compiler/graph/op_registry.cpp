@@ -1,0 +1,186 @@
+// The op registry table and helpers shared by shape rules and passes.
+#include "compiler/graph/op_registry.h"
+
+#include "compiler/graph/shape_rules.h"
+
+namespace osprey::compiler::graph {
+namespace {
+
+using TC = TypeConstraint;
+namespace r = rules;
+
+// name, operands min/max, results min/max, first-operand constraint, shape
+// rule, elementwise. Operand order follows ONNX opset 18.
+constexpr OpInfo kOps[] = {
+    // Elementwise unary.
+    {"Relu", 1, 1, 1, 1, TC::Numeric, r::sameAsFirst, true},
+    {"LeakyRelu", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {"Sigmoid", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {"HardSigmoid", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {"HardSwish", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {"Tanh", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {"Erf", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {"Gelu", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {"Sqrt", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {"Reciprocal", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {"Exp", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {"Log", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {"Abs", 1, 1, 1, 1, TC::Numeric, r::sameAsFirst, true},
+    {"Neg", 1, 1, 1, 1, TC::Numeric, r::sameAsFirst, true},
+    {"Identity", 1, 1, 1, 1, TC::Any, r::sameAsFirst, true},
+    {"Clip", 1, 3, 1, 1, TC::Numeric, r::sameAsFirst, true},
+    {"Cast", 1, 1, 1, 1, TC::Any, r::cast, true},
+    // Elementwise binary / ternary with broadcasting.
+    {"Add", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
+    {"Sub", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
+    {"Mul", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
+    {"Div", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
+    {"Pow", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
+    {"Equal", 2, 2, 1, 1, TC::Any, r::compare, true},
+    {"Less", 2, 2, 1, 1, TC::Numeric, r::compare, true},
+    {"Greater", 2, 2, 1, 1, TC::Numeric, r::compare, true},
+    {"Where", 3, 3, 1, 1, TC::Any, r::where, true},
+    // Contractions and windows.
+    {"Conv", 2, 3, 1, 1, TC::Float, r::conv, false},
+    {"ConvTranspose", 2, 3, 1, 1, TC::Float, r::convTranspose, false},
+    {"Gemm", 2, 3, 1, 1, TC::Numeric, r::gemm, false},
+    {"MatMul", 2, 2, 1, 1, TC::Numeric, r::matmul, false},
+    {"MaxPool", 1, 1, 1, 1, TC::Numeric, r::pool, false},
+    {"AveragePool", 1, 1, 1, 1, TC::Float, r::pool, false},
+    {"GlobalAveragePool", 1, 1, 1, 1, TC::Float, r::globalPool, false},
+    // Normalizations and reductions.
+    {"BatchNormalization", 5, 5, 1, 1, TC::Float, r::batchNorm, false},
+    {"LayerNormalization", 2, 3, 1, 1, TC::Float, r::layerNorm, false},
+    {"Softmax", 1, 1, 1, 1, TC::Float, r::softmax, false},
+    {"ReduceMean", 1, 2, 1, 1, TC::Numeric, r::reduce, false},
+    {"ReduceSum", 1, 2, 1, 1, TC::Numeric, r::reduce, false},
+    {"ReduceMax", 1, 2, 1, 1, TC::Numeric, r::reduce, false},
+    // Data movement.
+    {"Flatten", 1, 1, 1, 1, TC::Any, r::flatten, false},
+    {"Reshape", 2, 2, 1, 1, TC::Any, r::reshape, false},
+    {"Transpose", 1, 1, 1, 1, TC::Any, r::transpose, false},
+    {"Concat", 1, -1, 1, 1, TC::Any, r::concat, false},
+    {"Split", 1, 2, 1, -1, TC::Any, r::split, false},
+    {"Slice", 3, 5, 1, 1, TC::Any, r::slice, false},
+    {"Squeeze", 1, 2, 1, 1, TC::Any, r::squeeze, false},
+    {"Unsqueeze", 2, 2, 1, 1, TC::Any, r::unsqueeze, false},
+    {"Gather", 2, 2, 1, 1, TC::Any, r::gather, false},
+    {"Pad", 2, 4, 1, 1, TC::Any, r::pad, false},
+    {"Expand", 2, 2, 1, 1, TC::Any, r::expand, false},
+    {"Resize", 1, 4, 1, 1, TC::Numeric, r::resize, false},
+    {"Shape", 1, 1, 1, 1, TC::Any, r::shape, false},
+    {"Constant", 0, 0, 1, 1, TC::Any, r::constant, false},
+};
+
+} // namespace
+
+const OpInfo *lookupOp(llvm::StringRef kind) {
+  for (const OpInfo &info : kOps) {
+    if (kind == info.name) {
+      return &info;
+    }
+  }
+  return nullptr;
+}
+
+std::vector<const OpInfo *> allOps() {
+  std::vector<const OpInfo *> out;
+  for (const OpInfo &info : kOps) {
+    out.push_back(&info);
+  }
+  return out;
+}
+
+absl::Status inferResultTypes(const Op &op, std::vector<TensorType> &out) {
+  const OpInfo *info = op.info();
+  if (!info) {
+    return op.emitError("unknown op kind");
+  }
+  int n = static_cast<int>(op.numOperands());
+  if (n < info->minOperands ||
+      (info->maxOperands >= 0 && n > info->maxOperands)) {
+    return op.emitError("expected " + std::to_string(info->minOperands) +
+                        (info->maxOperands == info->minOperands
+                             ? std::string()
+                             : info->maxOperands < 0
+                                   ? " or more"
+                                   : " to " +
+                                         std::to_string(info->maxOperands)) +
+                        " operands, found " + std::to_string(n));
+  }
+  for (int i = 0; i < info->minOperands; ++i) {
+    if (!op.operand(i)) {
+      return op.emitError("required operand #" + std::to_string(i) +
+                          " is missing");
+    }
+  }
+  out.clear();
+  absl::Status status = info->shapeRule(op, out);
+  if (!status.ok()) {
+    return op.emitError(std::string(status.message()));
+  }
+  return absl::OkStatus();
+}
+
+std::optional<std::vector<int64_t>> getConstantInts(const Value *value) {
+  if (!value || !value->definingOp() ||
+      value->definingOp()->kind() != "Constant") {
+    return std::nullopt;
+  }
+  ElementType et = value->type().elementType();
+  if (isFloatType(et)) {
+    return std::nullopt;
+  }
+  return value->definingOp()->value().toInt64s(et);
+}
+
+std::optional<std::vector<double>> getConstantFloats(const Value *value) {
+  if (!isConstant(value)) {
+    return std::nullopt;
+  }
+  return value->definingOp()->value().toDoubles(value->type().elementType());
+}
+
+bool isConstant(const Value *value) {
+  return value && value->definingOp() &&
+         value->definingOp()->kind() == "Constant";
+}
+
+absl::Status broadcastShapes(llvm::ArrayRef<int64_t> a,
+                             llvm::ArrayRef<int64_t> b,
+                             std::vector<int64_t> &out) {
+  size_t rank = std::max(a.size(), b.size());
+  out.assign(rank, 1);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t x = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t y = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (x == 1) {
+      out[i] = y;
+    } else if (y == 1) {
+      out[i] = x;
+    } else if (x < 0) {
+      out[i] = y;
+    } else if (y < 0 || x == y) {
+      out[i] = x;
+    } else {
+      return absl::InvalidArgumentError(
+          "shapes cannot be broadcast: dimension " + std::to_string(x) +
+          " vs " + std::to_string(y));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status normalizeAxis(int64_t &axis, int64_t rank, llvm::StringRef what) {
+  if (axis < -rank || axis >= rank) {
+    return absl::InvalidArgumentError(what.str() + " " + std::to_string(axis) +
+                                      " is out of range for rank " +
+                                      std::to_string(rank));
+  }
+  if (axis < 0) {
+    axis += rank;
+  }
+  return absl::OkStatus();
+}
+
+} // namespace osprey::compiler::graph

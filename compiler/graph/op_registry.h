@@ -1,0 +1,67 @@
+// The op registry: one entry per graph op kind with its arity, operand type
+// constraint and shape rule.
+#ifndef OSPREY_COMPILER_GRAPH_OP_REGISTRY_H_
+#define OSPREY_COMPILER_GRAPH_OP_REGISTRY_H_
+
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "compiler/graph/ir.h"
+
+namespace osprey::compiler::graph {
+
+// What element types the first operand may have.
+enum class TypeConstraint : uint8_t {
+  Any,     // any element type
+  Float,   // f16/bf16/f32/f64
+  Numeric, // float or integer (not bool)
+};
+
+// Computes result types of |op| from its operand types, attributes and the
+// contents of constant operands. Writes one type per result (dims may be
+// kDynamic when unknown). Returns INVALID_ARGUMENT naming the problem (without
+// the node prefix; Op::emitError adds it).
+using ShapeRule = absl::Status (*)(const Op &op, std::vector<TensorType> &out);
+
+struct OpInfo {
+  const char *name;
+  int minOperands;
+  int maxOperands; // -1: variadic
+  int minResults;
+  int maxResults; // -1: variadic
+  TypeConstraint constraint;
+  ShapeRule shapeRule;
+  bool elementwise; // result element i depends only on operand element i
+};
+
+// Returns the registry entry for |kind|, or null when the kind is unknown.
+const OpInfo *lookupOp(llvm::StringRef kind);
+// All registered kinds, in registry order.
+std::vector<const OpInfo *> allOps();
+
+// Runs the shape rule of |op| (after an arity check). Errors carry the node
+// prefix.
+absl::Status inferResultTypes(const Op &op, std::vector<TensorType> &out);
+
+//===----------------------------------------------------------------------===//
+// Helpers shared by shape rules and passes
+//===----------------------------------------------------------------------===//
+
+// Values of |value| if it is produced by a Constant op with an integer type.
+std::optional<std::vector<int64_t>> getConstantInts(const Value *value);
+// Values of |value| if it is produced by a Constant op (any numeric type).
+std::optional<std::vector<double>> getConstantFloats(const Value *value);
+bool isConstant(const Value *value);
+
+// ONNX multidirectional broadcast of two shapes; kDynamic dims broadcast to
+// the known side when that side is not 1.
+absl::Status broadcastShapes(llvm::ArrayRef<int64_t> a,
+                             llvm::ArrayRef<int64_t> b,
+                             std::vector<int64_t> &out);
+// Normalizes a possibly negative |axis| for |rank|; error when out of range.
+absl::Status normalizeAxis(int64_t &axis, int64_t rank, llvm::StringRef what);
+
+} // namespace osprey::compiler::graph
+
+#endif // OSPREY_COMPILER_GRAPH_OP_REGISTRY_H_

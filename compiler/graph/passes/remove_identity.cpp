@@ -1,0 +1,33 @@
+// Removes ops that forward their operand unchanged.
+#include "compiler/graph/passes/passes.h"
+
+namespace osprey::compiler::graph {
+
+absl::Status RemoveIdentityPass::run(Graph &graph) {
+  for (Op *op : graph.opList()) {
+    Value *in = op->operand(0);
+    Value *out = op->numResults() == 1 ? op->result() : nullptr;
+    if (!in || !out) {
+      continue;
+    }
+    bool noop = false;
+    if (op->kind() == "Identity") {
+      noop = true;
+    } else if (op->kind() == "Reshape" || op->kind() == "Cast") {
+      noop = in->type().hasStaticShape() && in->type() == out->type();
+    }
+    if (!noop) {
+      continue;
+    }
+    // A graph input forwarded straight to an output keeps its op so the
+    // output remains a distinct value.
+    if (!in->definingOp() && graph.isOutput(out)) {
+      continue;
+    }
+    graph.replaceAllUsesWith(out, in);
+    graph.eraseOp(op);
+  }
+  return absl::OkStatus();
+}
+
+} // namespace osprey::compiler::graph

@@ -1,0 +1,658 @@
+// Converts an ONNX ModelProto into the graph IR.
+#include "compiler/import/onnx/importer.h"
+
+#include <charconv>
+#include <unordered_map>
+
+#include "compiler/graph/op_registry.h"
+#include "compiler/graph/status.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "onnx/onnx_pb.h"
+#include "onnx/shape_inference/implementation.h"
+
+namespace osprey::compiler::onnximport {
+namespace {
+
+using graph::Attribute;
+using graph::DenseData;
+using graph::ElementType;
+using graph::Graph;
+using graph::Op;
+using graph::TensorType;
+using graph::Value;
+
+constexpr int64_t kMinOpset = 11;
+constexpr int64_t kMaxOpset = 18;
+
+// ONNX op types accepted by the importer. All map 1:1 to a graph op kind.
+const char *const kSupportedOps[] = {
+    "Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div",
+    "Pow", "Sqrt", "Reciprocal", "Exp", "Log", "Abs", "Neg", "Relu",
+    "LeakyRelu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Erf",
+    "Gelu", "BatchNormalization", "MaxPool", "AveragePool",
+    "GlobalAveragePool", "Flatten", "Reshape", "Transpose", "Concat", "Split",
+    "Slice", "Squeeze", "Unsqueeze", "Gather", "Pad", "Expand", "Shape",
+    "Constant", "Identity", "Softmax", "ReduceMean", "ReduceSum", "ReduceMax",
+    "LayerNormalization", "Resize", "Cast", "Where", "Equal", "Less",
+    "Greater",
+};
+
+bool isSupported(const std::string &opType) {
+  for (const char *name : kSupportedOps) {
+    if (opType == name) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<ElementType> mapElementType(int32_t onnxType) {
+  using TP = onnx::TensorProto;
+  switch (onnxType) {
+  case TP::FLOAT: return ElementType::F32;
+  case TP::FLOAT16: return ElementType::F16;
+  case TP::BFLOAT16: return ElementType::BF16;
+  case TP::DOUBLE: return ElementType::F64;
+  case TP::INT8: return ElementType::I8;
+  case TP::INT16: return ElementType::I16;
+  case TP::INT32: return ElementType::I32;
+  case TP::INT64: return ElementType::I64;
+  case TP::UINT8: return ElementType::U8;
+  case TP::UINT16: return ElementType::U16;
+  case TP::UINT32: return ElementType::U32;
+  case TP::UINT64: return ElementType::U64;
+  case TP::BOOL: return ElementType::Bool;
+  default: return std::nullopt;
+  }
+}
+
+class Importer {
+public:
+  Importer(std::shared_ptr<onnx::ModelProto> model, std::string baseDir,
+           const ImportOptions &options)
+      : model_(std::move(model)), baseDir_(std::move(baseDir)),
+        options_(options) {}
+
+  absl::StatusOr<std::unique_ptr<Graph>> run() {
+    COMPILER_RETURN_IF_ERROR(checkOpset());
+    const onnx::GraphProto &g = model_->graph();
+    COMPILER_RETURN_IF_ERROR(checkSupported(g));
+    if (options_.onnxShapeInference) {
+      try {
+        onnx::shape_inference::InferShapes(*model_);
+      } catch (const std::exception &e) {
+        return absl::InvalidArgumentError(
+            std::string("ONNX shape inference failed: ") + e.what());
+      }
+    }
+    for (const auto &vi : g.value_info()) {
+      inferred_[vi.name()] = &vi;
+    }
+    for (const auto &vi : g.output()) {
+      inferred_[vi.name()] = &vi;
+    }
+    graph_ = std::make_unique<Graph>(g.name().empty() ? "main" : sanitize(g.name()));
+
+    for (const auto &init : g.initializer()) {
+      COMPILER_ASSIGN_OR_RETURN(DenseData data, readTensor(init));
+      COMPILER_ASSIGN_OR_RETURN(TensorType type, tensorType(init));
+      Op *c = graph_->createConstant(type, std::move(data), nullptr,
+                                     init.name());
+      c->setNodeName(init.name());
+      values_[init.name()] = c->result();
+    }
+    for (const auto &input : g.input()) {
+      if (values_.count(input.name())) {
+        continue; // initializer listed as an input (IR version < 4)
+      }
+      COMPILER_ASSIGN_OR_RETURN(TensorType type,
+                                valueInfoType(input, "graph input"));
+      values_[input.name()] = graph_->addInput(input.name(), type);
+    }
+    for (int i = 0; i < g.node_size(); ++i) {
+      COMPILER_RETURN_IF_ERROR(importNode(g.node(i), i));
+    }
+    std::vector<Value *> outputs;
+    for (const auto &output : g.output()) {
+      auto it = values_.find(output.name());
+      if (it == values_.end()) {
+        return absl::InvalidArgumentError("graph output '" + output.name() +
+                                          "' is not produced by any node");
+      }
+      outputs.push_back(it->second);
+    }
+    graph_->setOutputs(std::move(outputs));
+    return std::move(graph_);
+  }
+
+private:
+  static std::string sanitize(const std::string &name) {
+    std::string out;
+    for (char c : name) {
+      out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+    }
+    return out;
+  }
+
+  static std::string nodeName(const onnx::NodeProto &node, int index) {
+    return node.name().empty() ? node.op_type() + "_" + std::to_string(index)
+                               : node.name();
+  }
+
+  absl::Status nodeError(const onnx::NodeProto &node, int index,
+                         const std::string &message) const {
+    return absl::InvalidArgumentError("node '" + nodeName(node, index) +
+                                      "' (" + node.op_type() + "): " + message);
+  }
+
+  absl::Status checkOpset() {
+    bool found = false;
+    for (const auto &opset : model_->opset_import()) {
+      if (opset.domain().empty() || opset.domain() == "ai.onnx") {
+        opset_ = opset.version();
+        found = true;
+      }
+    }
+    if (!found) {
+      return absl::InvalidArgumentError(
+          "model does not import the default ONNX opset");
+    }
+    if (opset_ < kMinOpset || opset_ > kMaxOpset) {
+      return absl::InvalidArgumentError(
+          "model uses ONNX opset " + std::to_string(opset_) +
+          "; supported opsets are " + std::to_string(kMinOpset) + " to " +
+          std::to_string(kMaxOpset));
+    }
+    return absl::OkStatus();
+  }
+
+  // Reports every unsupported node in one error.
+  absl::Status checkSupported(const onnx::GraphProto &g) {
+    std::string list;
+    int count = 0;
+    for (int i = 0; i < g.node_size(); ++i) {
+      const auto &node = g.node(i);
+      bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+      if (!defaultDomain || !isSupported(node.op_type())) {
+        list += std::string(count++ ? ", " : "") + "node '" +
+                nodeName(node, i) + "' (" +
+                (defaultDomain ? "" : node.domain() + "::") + node.op_type() +
+                ")";
+      }
+    }
+    if (count) {
+      return absl::InvalidArgumentError(
+          std::to_string(count) + " unsupported operator" +
+          (count > 1 ? "s" : "") + ": " + list);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<TensorType> tensorType(const onnx::TensorProto &t) {
+    auto et = mapElementType(t.data_type());
+    if (!et) {
+      return absl::InvalidArgumentError("tensor '" + t.name() +
+                                        "' has unsupported data type " +
+                                        std::to_string(t.data_type()));
+    }
+    std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+    for (int64_t d : dims) {
+      if (d < 0) {
+        return absl::InvalidArgumentError("tensor '" + t.name() +
+                                          "' has a negative dimension");
+      }
+    }
+    return TensorType::ranked(*et, dims);
+  }
+
+  absl::StatusOr<TensorType> valueInfoType(const onnx::ValueInfoProto &vi,
+                                           const std::string &what) {
+    if (!vi.type().has_tensor_type()) {
+      return absl::InvalidArgumentError(what + " '" + vi.name() +
+                                        "' is not a tensor");
+    }
+    const auto &tt = vi.type().tensor_type();
+    auto et = mapElementType(tt.elem_type());
+    if (!et) {
+      return absl::InvalidArgumentError(what + " '" + vi.name() +
+                                        "' has unsupported element type " +
+                                        std::to_string(tt.elem_type()));
+    }
+    if (!tt.has_shape()) {
+      return TensorType::unranked(*et);
+    }
+    std::vector<int64_t> dims;
+    for (const auto &d : tt.shape().dim()) {
+      dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value()
+                                                             : graph::kDynamic);
+    }
+    return TensorType::ranked(*et, dims);
+  }
+
+  // Tensor payload: raw_data and external data are views (no copy); typed
+  // repeated fields are converted.
+  absl::StatusOr<DenseData> readTensor(const onnx::TensorProto &t) {
+    COMPILER_ASSIGN_OR_RETURN(TensorType type, tensorType(t));
+    ElementType et = type.elementType();
+    size_t count = static_cast<size_t>(type.numElements());
+    size_t bytes = count * graph::elementByteSize(et);
+    auto sizeError = [&](size_t found) {
+      return absl::InvalidArgumentError(
+          "tensor '" + t.name() + "' holds " + std::to_string(found) +
+          " bytes but its type " + type.str() + " needs " +
+          std::to_string(bytes));
+    };
+    if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+      return readExternal(t, bytes);
+    }
+    if (t.has_raw_data()) {
+      if (t.raw_data().size() != bytes) {
+        return sizeError(t.raw_data().size());
+      }
+      return DenseData::view(model_,
+                             reinterpret_cast<const uint8_t *>(
+                                 t.raw_data().data()),
+                             bytes);
+    }
+    auto checkCount = [&](size_t found) -> absl::Status {
+      if (found != count) {
+        return absl::InvalidArgumentError(
+            "tensor '" + t.name() + "' lists " + std::to_string(found) +
+            " values but its type " + type.str() + " needs " +
+            std::to_string(count));
+      }
+      return absl::OkStatus();
+    };
+    switch (et) {
+    case ElementType::F32: {
+      COMPILER_RETURN_IF_ERROR(checkCount(t.float_data_size()));
+      std::vector<double> v(t.float_data().begin(), t.float_data().end());
+      return DenseData::fromDoubles(et, v);
+    }
+    case ElementType::F64: {
+      COMPILER_RETURN_IF_ERROR(checkCount(t.double_data_size()));
+      std::vector<double> v(t.double_data().begin(), t.double_data().end());
+      return DenseData::fromDoubles(et, v);
+    }
+    case ElementType::I64: {
+      COMPILER_RETURN_IF_ERROR(checkCount(t.int64_data_size()));
+      std::vector<int64_t> v(t.int64_data().begin(), t.int64_data().end());
+      return DenseData::fromInt64s(et, v);
+    }
+    case ElementType::U32:
+    case ElementType::U64: {
+      COMPILER_RETURN_IF_ERROR(checkCount(t.uint64_data_size()));
+      std::vector<int64_t> v(t.uint64_data().begin(), t.uint64_data().end());
+      return DenseData::fromInt64s(et, v);
+    }
+    case ElementType::F16:
+    case ElementType::BF16: {
+      // int32_data holds the raw 16-bit patterns.
+      COMPILER_RETURN_IF_ERROR(checkCount(t.int32_data_size()));
+      std::vector<uint8_t> raw(bytes);
+      for (size_t i = 0; i < count; ++i) {
+        uint16_t bits = static_cast<uint16_t>(t.int32_data(i));
+        std::memcpy(raw.data() + 2 * i, &bits, 2);
+      }
+      return DenseData::fromBytes(std::move(raw));
+    }
+    default: {
+      COMPILER_RETURN_IF_ERROR(checkCount(t.int32_data_size()));
+      std::vector<int64_t> v(t.int32_data().begin(), t.int32_data().end());
+      return DenseData::fromInt64s(et, v);
+    }
+    }
+  }
+
+  absl::StatusOr<DenseData> readExternal(const onnx::TensorProto &t,
+                                         size_t bytes) {
+    std::string location;
+    uint64_t offset = 0, length = bytes;
+    bool hasLength = false;
+    for (const auto &entry : t.external_data()) {
+      llvm::StringRef value = entry.value();
+      if (entry.key() == "location") {
+        location = entry.value();
+      } else if (entry.key() == "offset" || entry.key() == "length") {
+        uint64_t parsed;
+        if (value.getAsInteger(10, parsed)) {
+          return absl::InvalidArgumentError("tensor '" + t.name() +
+                                            "' has a malformed external " +
+                                            entry.key());
+        }
+        (entry.key() == "offset" ? offset : length) = parsed;
+        hasLength |= entry.key() == "length";
+      }
+    }
+    if (location.empty()) {
+      return absl::InvalidArgumentError("tensor '" + t.name() +
+                                        "' has external data without a "
+                                        "location");
+    }
+    // External files must stay inside the model's folder.
+    if (llvm::sys::path::is_absolute(location) ||
+        llvm::StringRef(location).contains("..")) {
+      return absl::InvalidArgumentError(
+          "tensor '" + t.name() + "' refers to external data '" + location +
+          "' outside the model folder");
+    }
+    if (hasLength && length != bytes) {
+      return absl::InvalidArgumentError(
+          "tensor '" + t.name() + "' declares " + std::to_string(length) +
+          " external bytes but needs " + std::to_string(bytes));
+    }
+    llvm::SmallString<256> path(baseDir_);
+    llvm::sys::path::append(path, location);
+    auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+    if (!file) {
+      return absl::InvalidArgumentError("tensor '" + t.name() +
+                                        "': cannot read external data '" +
+                                        path.str().str() +
+                                        "': " + file.getError().message());
+    }
+    if (offset > (*file)->getBufferSize() ||
+        bytes > (*file)->getBufferSize() - offset) {
+      return absl::InvalidArgumentError(
+          "tensor '" + t.name() + "': external data range [" +
+          std::to_string(offset) + ", " + std::to_string(offset + bytes) +
+          ") exceeds '" + location + "' of " +
+          std::to_string((*file)->getBufferSize()) + " bytes");
+    }
+    std::shared_ptr<llvm::MemoryBuffer> owner(std::move(*file));
+    const uint8_t *data =
+        reinterpret_cast<const uint8_t *>(owner->getBufferStart()) + offset;
+    return DenseData::view(std::move(owner), data, bytes);
+  }
+
+  // The double closest to the shortest decimal that round-trips |f|, so an
+  // epsilon of 1e-5f reads 1e-05 in the IR rather than 9.99999974e-06.
+  static double widen(float f) {
+    char buf[32];
+    auto res = std::to_chars(buf, buf + sizeof(buf), f);
+    double d = f;
+    std::from_chars(buf, res.ptr, d);
+    return d;
+  }
+
+  absl::StatusOr<Attribute> convertAttr(const onnx::AttributeProto &a) {
+    using AP = onnx::AttributeProto;
+    switch (a.type()) {
+    case AP::INT: return Attribute(static_cast<int64_t>(a.i()));
+    case AP::FLOAT: return Attribute(widen(a.f()));
+    case AP::STRING: return Attribute(a.s());
+    case AP::INTS:
+      return Attribute(graph::IntList(a.ints().begin(), a.ints().end()));
+    case AP::FLOATS: {
+      graph::FloatList values;
+      for (float f : a.floats()) {
+        values.push_back(widen(f));
+      }
+      return Attribute(values);
+    }
+    default:
+      return absl::InvalidArgumentError("attribute '" + a.name() +
+                                        "' has an unsupported kind");
+    }
+  }
+
+  Value *constInts(const std::vector<int64_t> &values, const std::string &name) {
+    Op *c = graph_->createConstant(
+        TensorType::ranked(ElementType::I64, {int64_t(values.size())}),
+        DenseData::fromInt64s(ElementType::I64, values));
+    c->setNodeName(name);
+    return c->result();
+  }
+
+  absl::Status importConstant(const onnx::NodeProto &node, int index) {
+    std::string name = nodeName(node, index);
+    if (node.attribute_size() != 1) {
+      return nodeError(node, index, "expected exactly one value attribute");
+    }
+    const auto &a = node.attribute(0);
+    TensorType type;
+    DenseData data;
+    if (a.name() == "value") {
+      auto t = tensorType(a.t());
+      if (!t.ok()) {
+        return nodeError(node, index, std::string(t.status().message()));
+      }
+      auto d = readTensor(a.t());
+      if (!d.ok()) {
+        return nodeError(node, index, std::string(d.status().message()));
+      }
+      type = *t;
+      data = *d;
+    } else if (a.name() == "value_float") {
+      type = TensorType::ranked(ElementType::F32, {});
+      data = DenseData::fromDoubles(ElementType::F32, {double(a.f())});
+    } else if (a.name() == "value_floats") {
+      std::vector<double> v(a.floats().begin(), a.floats().end());
+      type = TensorType::ranked(ElementType::F32, {int64_t(v.size())});
+      data = DenseData::fromDoubles(ElementType::F32, v);
+    } else if (a.name() == "value_int") {
+      type = TensorType::ranked(ElementType::I64, {});
+      data = DenseData::fromInt64s(ElementType::I64, {int64_t(a.i())});
+    } else if (a.name() == "value_ints") {
+      std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+      type = TensorType::ranked(ElementType::I64, {int64_t(v.size())});
+      data = DenseData::fromInt64s(ElementType::I64, v);
+    } else {
+      return nodeError(node, index,
+                       "attribute '" + a.name() + "' is not supported");
+    }
+    Op *c = graph_->createConstant(type, std::move(data), nullptr,
+                                   node.output(0));
+    c->setNodeName(name);
+    values_[node.output(0)] = c->result();
+    return absl::OkStatus();
+  }
+
+  absl::Status importNode(const onnx::NodeProto &node, int index) {
+    const std::string &opType = node.op_type();
+    std::string name = nodeName(node, index);
+    if (node.output_size() < 1) {
+      return nodeError(node, index, "node has no outputs");
+    }
+    if (opType == "Constant") {
+      return importConstant(node, index);
+    }
+    std::vector<Value *> operands;
+    for (const std::string &input : node.input()) {
+      if (input.empty()) {
+        operands.push_back(nullptr);
+        continue;
+      }
+      auto it = values_.find(input);
+      if (it == values_.end()) {
+        return nodeError(node, index,
+                         "input '" + input + "' is not defined before use");
+      }
+      operands.push_back(it->second);
+    }
+    while (!operands.empty() && !operands.back()) {
+      operands.pop_back();
+    }
+    std::map<std::string, Attribute> attrs;
+    for (const auto &a : node.attribute()) {
+      auto attr = convertAttr(a);
+      if (!attr.ok()) {
+        return nodeError(node, index, std::string(attr.status().message()));
+      }
+      attrs[a.name()] = *attr;
+    }
+    // Opset differences: move list attributes that later opsets take as
+    // inputs into constant operands, so the graph IR has one form.
+    auto attrToInput = [&](const char *attr, size_t position) {
+      auto it = attrs.find(attr);
+      if (it == attrs.end()) {
+        return;
+      }
+      if (it->second.isIntList()) {
+        if (operands.size() < position) {
+          operands.resize(position, nullptr);
+        }
+        operands.insert(operands.begin() + position,
+                        constInts(it->second.getIntList(), name));
+      }
+      attrs.erase(it);
+    };
+    if ((opType == "Squeeze" || opType == "Unsqueeze") && opset_ < 13) {
+      attrToInput("axes", 1);
+    } else if (opType == "Split" && opset_ < 13) {
+      attrToInput("split", 1);
+    } else if (opType == "ReduceSum" && opset_ < 13) {
+      attrToInput("axes", 1);
+    } else if ((opType == "ReduceMean" || opType == "ReduceMax") &&
+               opset_ < 18) {
+      attrToInput("axes", 1);
+    } else if (opType == "Cast") {
+      auto it = attrs.find("to");
+      if (it == attrs.end() || !it->second.isInt()) {
+        return nodeError(node, index, "attribute 'to' is required");
+      }
+      auto et = mapElementType(static_cast<int32_t>(it->second.getInt()));
+      if (!et) {
+        return nodeError(node, index,
+                         "unsupported target type " +
+                             std::to_string(it->second.getInt()));
+      }
+      it->second = Attribute(graph::elementTypeName(*et).str());
+    }
+    // Only the first output of these ops is supported.
+    size_t results = node.output_size();
+    if (opType == "BatchNormalization" || opType == "MaxPool" ||
+        opType == "LayerNormalization") {
+      for (int i = 1; i < node.output_size(); ++i) {
+        if (!node.output(i).empty()) {
+          return nodeError(node, index,
+                           "optional output #" + std::to_string(i) + " ('" +
+                               node.output(i) + "') is not supported");
+        }
+      }
+      results = 1;
+    }
+    std::vector<TensorType> placeholders(results,
+                                         TensorType::unranked(ElementType::F32));
+    std::vector<std::string> names(node.output().begin(),
+                                   node.output().begin() + results);
+    Op *op = graph_->createOp(opType, std::move(operands), placeholders,
+                              std::move(attrs), nullptr, names);
+    op->setNodeName(name);
+    std::vector<TensorType> types;
+    COMPILER_RETURN_IF_ERROR(graph::inferResultTypes(*op, types));
+    for (size_t i = 0; i < results; ++i) {
+      TensorType type = types[i];
+      auto it = inferred_.find(names[i]);
+      if (it != inferred_.end()) {
+        auto onnxType = valueInfoType(*it->second, "value");
+        if (onnxType.ok()) {
+          auto refined = graph::refineType(type, *onnxType);
+          if (!refined) {
+            return op->emitError("ONNX infers " + onnxType->str() +
+                                 " for output '" + names[i] + "', expected " +
+                                 type.str());
+          }
+          type = *refined;
+        }
+      }
+      op->result(i)->setType(type);
+      values_[names[i]] = op->result(i);
+    }
+    resolveAutoPad(*op);
+    return absl::OkStatus();
+  }
+
+  // Turns SAME_UPPER/SAME_LOWER into explicit pads when shapes are static.
+  void resolveAutoPad(Op &op) {
+    std::string autoPad = op.getString("auto_pad", "NOTSET");
+    if (op.kind() == "ConvTranspose" ||
+        (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER" &&
+         autoPad != "VALID")) {
+      return;
+    }
+    const TensorType &x = op.operand(0)->type();
+    const TensorType &y = op.result()->type();
+    if (!x.hasStaticShape() || !y.hasStaticShape()) {
+      return;
+    }
+    size_t spatial = x.rank() - 2;
+    graph::IntList kernel = op.getIntList("kernel_shape");
+    if (op.kind() == "Conv") {
+      const TensorType &w = op.operand(1)->type();
+      if (!w.hasStaticShape()) {
+        return;
+      }
+      kernel.assign(w.dims().begin() + 2, w.dims().end());
+    }
+    graph::IntList strides = op.getIntList("strides", graph::IntList(spatial, 1));
+    graph::IntList dilations =
+        op.getIntList("dilations", graph::IntList(spatial, 1));
+    graph::IntList pads(2 * spatial, 0);
+    if (autoPad != "VALID") {
+      for (size_t i = 0; i < spatial; ++i) {
+        int64_t total = std::max<int64_t>(
+            0, (y.dim(2 + i) - 1) * strides[i] +
+                   (kernel[i] - 1) * dilations[i] + 1 - x.dim(2 + i));
+        int64_t small = total / 2;
+        pads[i] = autoPad == "SAME_UPPER" ? small : total - small;
+        pads[i + spatial] = total - pads[i];
+      }
+    }
+    op.removeAttr("auto_pad");
+    op.setAttr("pads", pads);
+  }
+
+  std::shared_ptr<onnx::ModelProto> model_;
+  std::string baseDir_;
+  ImportOptions options_;
+  int64_t opset_ = 0;
+  std::unique_ptr<Graph> graph_;
+  std::unordered_map<std::string, Value *> values_;
+  std::unordered_map<std::string, const onnx::ValueInfoProto *> inferred_;
+};
+
+} // namespace
+
+absl::StatusOr<std::unique_ptr<Graph>>
+importOnnxBytes(std::string bytes, llvm::StringRef baseDir,
+                const ImportOptions &options) {
+  auto model = std::make_shared<onnx::ModelProto>();
+  if (bytes.empty() || !model->ParseFromString(bytes)) {
+    return absl::InvalidArgumentError("not a valid ONNX ModelProto");
+  }
+  if (!model->has_graph()) {
+    return absl::InvalidArgumentError("ONNX model has no graph");
+  }
+  return Importer(std::move(model), baseDir.str(), options).run();
+}
+
+absl::StatusOr<std::unique_ptr<Graph>>
+importOnnxFile(llvm::StringRef path, const ImportOptions &options) {
+  auto file = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                          /*RequiresNullTerminator=*/false);
+  if (!file) {
+    return absl::InvalidArgumentError("cannot read '" + path.str() +
+                                      "': " + file.getError().message());
+  }
+  llvm::SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty()) {
+    dir = ".";
+  }
+  auto graph = importOnnxBytes((*file)->getBuffer().str(), dir, options);
+  if (!graph.ok()) {
+    return absl::Status(graph.status().code(),
+                        std::string(graph.status().message()) +
+                            "; while importing '" + path.str() + "'");
+  }
+  return graph;
+}
+
+std::vector<std::string> supportedOnnxOps() {
+  return {std::begin(kSupportedOps), std::end(kSupportedOps)};
+}
+
+} // namespace osprey::compiler::onnximport

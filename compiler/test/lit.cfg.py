@@ -1,0 +1,16 @@
+# lit configuration for the compiler tests (compiler/**/test/*.ir, *.test).
+import os
+
+import lit.formats
+
+config.name = "osprey-compiler"
+config.test_format = lit.formats.ShTest(execute_external=True)
+config.suffixes = [".ir", ".test"]
+config.test_source_root = os.path.join(config.osprey_src_root, "compiler")
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "CMakeLists.txt"]
+
+config.substitutions.append(("%models", config.osprey_models_dir))
+# Our tools first, then FileCheck and not from LLVM 19.
+path = [config.osprey_bin_dir, os.path.dirname(config.filecheck),
+        os.path.dirname(config.not_tool), config.environment.get("PATH", os.environ.get("PATH", ""))]
+config.environment["PATH"] = os.pathsep.join(path)

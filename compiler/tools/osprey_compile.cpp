@@ -1,0 +1,116 @@
+// osprey-compile: compiles an ONNX model for a target. Runs the importer and
+// the graph pipeline; later stages report UNIMPLEMENTED until they exist.
+#include "compiler/graph/ir_text.h"
+#include "compiler/graph/passes/pass_manager.h"
+#include "compiler/import/onnx/importer.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cl = llvm::cl;
+using namespace osprey::compiler;
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
+                                      cl::desc("<model.onnx>"));
+static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+                                       cl::value_desc("path"), cl::init("-"));
+static cl::opt<std::string>
+    target("target", cl::desc("Target: host, x86_64, armv7em, riscv32"),
+           cl::init("host"));
+static cl::opt<std::string> targetCpu("target-cpu",
+                                      cl::desc("CPU name for code generation"),
+                                      cl::init(""));
+static cl::opt<std::string>
+    outputFormat("output-format",
+                 cl::desc("osp (deployable module) or graph-ir (textual "
+                          "graph IR after the graph passes)"),
+                 cl::init("osp"));
+static cl::opt<bool> printIr("print-ir",
+                             cl::desc("Print the final graph IR to stderr"));
+static cl::list<std::string>
+    printIrAfter("print-ir-after",
+                 cl::desc("Print the IR to stderr after the named pass "
+                          "('all' for every pass, 'import' after import)"),
+                 cl::value_desc("name"));
+static cl::opt<std::string>
+    dumpAfter("dump-after",
+              cl::desc("Stop after the named pass ('import' for right after "
+                       "import) and write its graph IR to the output"),
+              cl::value_desc("pass"), cl::init(""));
+
+static int fail(const absl::Status &status) {
+  llvm::errs() << "osprey-compile: error: "
+               << absl::StatusCodeToString(status.code()) << ": "
+               << std::string(status.message()) << "\n";
+  return 1;
+}
+
+static int writeIr(const graph::Graph &g) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(outputFile, ec, llvm::sys::fs::OF_Text);
+  if (ec) {
+    llvm::errs() << "osprey-compile: error: cannot open '" << outputFile
+                 << "': " << ec.message() << "\n";
+    return 1;
+  }
+  graph::printGraph(g, os);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  cl::ParseCommandLineOptions(argc, argv, "Osprey ONNX compiler\n");
+  static const char *kTargets[] = {"host", "x86_64", "armv7em", "riscv32"};
+  if (std::find(std::begin(kTargets), std::end(kTargets), target.getValue()) ==
+      std::end(kTargets)) {
+    return fail(absl::InvalidArgumentError(
+        "unknown target '" + target + "' (expected host, x86_64, armv7em or "
+                                      "riscv32)"));
+  }
+  if (outputFormat != "osp" && outputFormat != "graph-ir") {
+    return fail(absl::InvalidArgumentError("unknown output format '" +
+                                           outputFormat +
+                                           "' (expected osp or graph-ir)"));
+  }
+  auto imported = onnximport::importOnnxFile(inputFile);
+  if (!imported.ok()) {
+    return fail(imported.status());
+  }
+  graph::Graph &g = **imported;
+  std::set<std::string> printAfter(printIrAfter.begin(), printIrAfter.end());
+  if (printAfter.count("import") || printAfter.count("all")) {
+    llvm::errs() << "// ----- IR after import ----- //\n";
+    graph::PrintOptions options;
+    options.elideLargeConstants = true;
+    graph::printGraph(g, llvm::errs(), options);
+  }
+  if (dumpAfter == "import") {
+    return writeIr(g);
+  }
+  graph::PassManager pm;
+  for (const std::string &name : graph::defaultPipeline()) {
+    if (absl::Status s = pm.addPasses(name); !s.ok()) {
+      return fail(s);
+    }
+  }
+  if (!dumpAfter.empty()) {
+    if (!pm.hasPass(dumpAfter)) {
+      return fail(absl::InvalidArgumentError(
+          "--dump-after: pass '" + dumpAfter + "' is not in the pipeline"));
+    }
+    pm.setStopAfter(dumpAfter);
+  }
+  pm.setPrintIrAfter(printAfter, &llvm::errs());
+  if (absl::Status s = pm.run(g); !s.ok()) {
+    return fail(s);
+  }
+  if (printIr) {
+    graph::PrintOptions options;
+    options.elideLargeConstants = true;
+    graph::printGraph(g, llvm::errs(), options);
+  }
+  if (!dumpAfter.empty() || outputFormat == "graph-ir") {
+    return writeIr(g);
+  }
+  return fail(absl::UnimplementedError(
+      "code generation for target '" + target + "' is not implemented yet"));
+}

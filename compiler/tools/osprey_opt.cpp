@@ -1,0 +1,78 @@
+// osprey-opt: reads textual graph IR, runs graph passes by name, prints IR.
+#include "compiler/graph/ir_text.h"
+#include "compiler/graph/passes/pass_manager.h"
+#include "compiler/graph/verifier.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace cl = llvm::cl;
+using namespace osprey::compiler::graph;
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .ir>"),
+                                      cl::init("-"));
+static cl::opt<std::string> outputFile("o", cl::desc("Output file"),
+                                       cl::value_desc("path"), cl::init("-"));
+static cl::list<std::string>
+    passSpecs("pass", cl::desc("Passes to run, comma-separated (repeatable)"),
+              cl::value_desc("name[{k=v}],..."));
+static cl::list<std::string>
+    printIrAfter("print-ir-after",
+                 cl::desc("Print the IR to stderr after the named pass "
+                          "('all' for every pass)"),
+                 cl::value_desc("name"));
+static cl::opt<bool> verifyEach("verify-each",
+                                cl::desc("Verify the IR after each pass"),
+                                cl::init(true));
+static cl::opt<bool> listPassesFlag("list-passes",
+                                    cl::desc("List the available passes"));
+
+static int fail(const absl::Status &status) {
+  llvm::errs() << "osprey-opt: error: " << std::string(status.message()) << "\n";
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  cl::ParseCommandLineOptions(argc, argv, "Osprey graph IR optimizer\n");
+  if (listPassesFlag) {
+    for (const auto &[name, description] : listPasses()) {
+      llvm::outs() << "  " << name << " - " << description << "\n";
+    }
+    return 0;
+  }
+  auto buffer = llvm::MemoryBuffer::getFileOrSTDIN(inputFile);
+  if (!buffer) {
+    llvm::errs() << "osprey-opt: error: cannot read '" << inputFile
+                 << "': " << buffer.getError().message() << "\n";
+    return 1;
+  }
+  auto graph = parseGraph((*buffer)->getBuffer(), inputFile);
+  if (!graph.ok()) {
+    return fail(graph.status());
+  }
+  if (absl::Status s = verifyGraph(**graph); !s.ok()) {
+    return fail(s);
+  }
+  PassManager pm;
+  pm.setVerifyEach(verifyEach);
+  for (const std::string &spec : passSpecs) {
+    if (absl::Status s = pm.addPasses(spec); !s.ok()) {
+      return fail(s);
+    }
+  }
+  pm.setPrintIrAfter({printIrAfter.begin(), printIrAfter.end()},
+                     &llvm::errs());
+  if (absl::Status s = pm.run(**graph); !s.ok()) {
+    return fail(s);
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(outputFile, ec, llvm::sys::fs::OF_Text);
+  if (ec) {
+    llvm::errs() << "osprey-opt: error: cannot open '" << outputFile
+                 << "': " << ec.message() << "\n";
+    return 1;
+  }
+  printGraph(**graph, os);
+  return 0;
+}

@@ -1,0 +1,269 @@
+#!/usr/bin/python3
+"""Builds the small ONNX models used by the compiler importer tests.
+
+Usage: make_compiler_test_models.py --out DIR
+
+Every model is built with onnx.helper (no framework needed) and uses fixed
+random seeds, so the files are identical from run to run.
+"""
+import argparse
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def save(model, out_dir, name, check=False):
+    if check:
+        onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(out_dir, name))
+
+
+def make_model(nodes, inputs, outputs, initializers, name, opset=13):
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializers)
+    return helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)],
+        producer_name="osprey-tests")
+
+
+def const(rng, name, shape, scale=0.5):
+    return numpy_helper.from_array(
+        (rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+
+def conv_bn_relu(out_dir):
+    rng = np.random.default_rng(1)
+    inits = [
+        const(rng, "w", (8, 3, 3, 3)),
+        const(rng, "b", (8,)),
+        numpy_helper.from_array(rng.uniform(0.5, 1.5, 8).astype(np.float32), "gamma"),
+        const(rng, "beta", (8,)),
+        const(rng, "mean", (8,)),
+        numpy_helper.from_array(rng.uniform(0.5, 2.0, 8).astype(np.float32), "var"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv0",
+                         pads=[1, 1, 1, 1], strides=[1, 1]),
+        helper.make_node("BatchNormalization",
+                         ["c", "gamma", "beta", "mean", "var"], ["bn"],
+                         name="bn0", epsilon=1e-5),
+        helper.make_node("Relu", ["bn"], ["y"], name="relu0"),
+    ]
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits,
+        "conv_bn_relu")
+    save(model, out_dir, "conv_bn_relu.onnx")
+
+
+def gemm(out_dir):
+    rng = np.random.default_rng(2)
+    inits = [const(rng, "w", (10, 16)), const(rng, "bias", (10,))]
+    nodes = [
+        helper.make_node("Flatten", ["x"], ["f"], name="flatten", axis=1),
+        helper.make_node("Gemm", ["f", "w", "bias"], ["y"], name="fc",
+                         transB=1, alpha=1.0, beta=1.0),
+    ]
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 2, 2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits,
+        "gemm")
+    save(model, out_dir, "gemm.onnx")
+
+
+def transformer_block(out_dir):
+    """Single-head self-attention + MLP with LayerNormalization (opset 17)."""
+    rng = np.random.default_rng(3)
+    seq, dim, hidden = 8, 16, 32
+    inits = [
+        const(rng, "wq", (dim, dim)), const(rng, "wk", (dim, dim)),
+        const(rng, "wv", (dim, dim)), const(rng, "wo", (dim, dim)),
+        const(rng, "w1", (dim, hidden)), const(rng, "w2", (hidden, dim)),
+        numpy_helper.from_array(np.ones(dim, np.float32), "ln_scale"),
+        numpy_helper.from_array(np.zeros(dim, np.float32), "ln_bias"),
+        numpy_helper.from_array(np.array(1.0 / np.sqrt(dim), np.float32), "inv_sqrt_d"),
+    ]
+    nodes = [
+        helper.make_node("LayerNormalization", ["x", "ln_scale", "ln_bias"],
+                         ["ln"], name="ln0", axis=-1, epsilon=1e-5),
+        helper.make_node("MatMul", ["ln", "wq"], ["q"], name="q_proj"),
+        helper.make_node("MatMul", ["ln", "wk"], ["k"], name="k_proj"),
+        helper.make_node("MatMul", ["ln", "wv"], ["v"], name="v_proj"),
+        helper.make_node("Transpose", ["k"], ["kt"], name="k_t", perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"], name="qk"),
+        helper.make_node("Mul", ["scores", "inv_sqrt_d"], ["scaled"], name="scale"),
+        helper.make_node("Softmax", ["scaled"], ["attn"], name="softmax", axis=-1),
+        helper.make_node("MatMul", ["attn", "v"], ["ctx"], name="av"),
+        helper.make_node("MatMul", ["ctx", "wo"], ["o"], name="o_proj"),
+        helper.make_node("Add", ["x", "o"], ["res1"], name="residual1"),
+        helper.make_node("MatMul", ["res1", "w1"], ["h"], name="fc1"),
+        helper.make_node("Erf", ["h"], ["h_erf"], name="gelu_erf"),
+        helper.make_node("Mul", ["h", "h_erf"], ["h_act"], name="gelu_mul"),
+        helper.make_node("MatMul", ["h_act", "w2"], ["mlp"], name="fc2"),
+        helper.make_node("Add", ["res1", "mlp"], ["y"], name="residual2"),
+    ]
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, seq, dim])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits,
+        "transformer_block", opset=17)
+    save(model, out_dir, "transformer_block.onnx")
+
+
+def unsupported_ops(out_dir):
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node("LpNormalization", ["a"], ["b"], name="lpnorm0"),
+        helper.make_node("Hardmax", ["b"], ["y"], name="hardmax0"),
+    ]
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [],
+        "unsupported")
+    save(model, out_dir, "unsupported_ops.onnx")
+
+
+def bad_group(out_dir):
+    rng = np.random.default_rng(4)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="Conv_17", group=3)]
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 5, 5])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [const(rng, "w", (6, 2, 3, 3))], "bad_group")
+    save(model, out_dir, "bad_group.onnx", check=False)
+
+
+def old_opset_ops(out_dir):
+    """Opset 11 forms: Squeeze/Unsqueeze/ReduceMean axes and Split as attributes."""
+    nodes = [
+        helper.make_node("Unsqueeze", ["x"], ["u"], name="unsq", axes=[0]),
+        helper.make_node("Split", ["u"], ["s0", "s1"], name="split", axis=2,
+                         split=[1, 3]),
+        helper.make_node("ReduceMean", ["s1"], ["m"], name="mean", axes=[2],
+                         keepdims=1),
+        helper.make_node("Squeeze", ["m"], ["y"], name="sq", axes=[0]),
+    ]
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [],
+        "old_opset", opset=11)
+    save(model, out_dir, "opset11_axes_attrs.onnx")
+
+
+def shape_chain(out_dir):
+    """Reshape whose target shape is computed with Shape/Gather/Concat."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"], name="shape"),
+        helper.make_node("Gather", ["shape", "zero"], ["batch"], name="gather", axis=0),
+        helper.make_node("Concat", ["batch", "minus_one"], ["target"], name="concat", axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"], name="reshape"),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array([0], np.int64), "zero"),
+        numpy_helper.from_array(np.array([-1], np.int64), "minus_one"),
+    ]
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits,
+        "shape_chain")
+    save(model, out_dir, "shape_chain.onnx")
+
+
+def external_data(out_dir):
+    rng = np.random.default_rng(5)
+    w = (rng.standard_normal((4, 4)) * 0.5).astype(np.float32)
+    data_name = "external_weights.bin"
+    with open(os.path.join(out_dir, data_name), "wb") as f:
+        f.write(b"\0" * 16)  # the tensor starts at a non-zero offset
+        f.write(w.tobytes())
+    tensor = TensorProto()
+    tensor.name = "w"
+    tensor.data_type = TensorProto.FLOAT
+    tensor.dims.extend([4, 4])
+    tensor.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", data_name), ("offset", "16"), ("length", "64")):
+        entry = tensor.external_data.add()
+        entry.key, entry.value = key, value
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")]
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [tensor],
+        "external_data")
+    save(model, out_dir, "external_data.onnx", check=False)
+    # Same model pointing past the end of the data file.
+    stored = model.graph.initializer[0]
+    stored.external_data[1].value = "32"
+    save(model, out_dir, "external_data_truncated.onnx", check=False)
+    # Same model pointing outside the model folder.
+    stored.external_data[1].value = "16"
+    stored.external_data[0].value = "../escape.bin"
+    save(model, out_dir, "external_data_escape.onnx", check=False)
+
+
+def many_ops(out_dir):
+    """Exercises attribute handling across the supported op list."""
+    rng = np.random.default_rng(6)
+    inits = [
+        const(rng, "dw", (4, 1, 3, 3)),
+        const(rng, "ct", (4, 2, 2, 2)),
+        numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), "pads"),
+        numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+        numpy_helper.from_array(np.array(0.0, np.float32), "lo"),
+        numpy_helper.from_array(np.array(6.0, np.float32), "hi"),
+        numpy_helper.from_array(np.array([1], np.int64), "s_start"),
+        numpy_helper.from_array(np.array([3], np.int64), "s_end"),
+        numpy_helper.from_array(np.array([1], np.int64), "s_axes"),
+        numpy_helper.from_array(np.array([2, 3], np.int64), "red_axes"),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "dw"], ["dwc"], name="depthwise", group=4,
+                         auto_pad="SAME_UPPER", strides=[2, 2]),
+        helper.make_node("Clip", ["dwc", "lo", "hi"], ["clip"], name="relu6"),
+        helper.make_node("HardSwish", ["clip"], ["hs"], name="hswish"),
+        helper.make_node("MaxPool", ["hs"], ["mp"], name="maxpool",
+                         kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1),
+        helper.make_node("Pad", ["mp", "pads"], ["padded"], name="pad", mode="constant"),
+        helper.make_node("Resize", ["padded", "", "scales"], ["up"], name="resize",
+                         mode="nearest"),
+        helper.make_node("ConvTranspose", ["up", "ct"], ["ctr"], name="deconv",
+                         strides=[2, 2]),
+        helper.make_node("Slice", ["ctr", "s_start", "s_end", "s_axes"], ["sl"],
+                         name="slice"),
+        helper.make_node("ReduceSum", ["sl", "red_axes"], ["rs"], name="rsum",
+                         keepdims=0),
+        helper.make_node("Cast", ["rs"], ["y"], name="cast", to=TensorProto.DOUBLE),
+    ]
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 9, 9])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)], inits,
+        "many_ops")
+    save(model, out_dir, "many_ops.onnx")
+
+
+def old_opset(out_dir):
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [],
+        "opset9", opset=9)
+    save(model, out_dir, "opset9.onnx")
+
+
+def malformed(out_dir):
+    with open(os.path.join(out_dir, "malformed.onnx"), "wb") as f:
+        f.write(b"\x08\x07\x12\xff\xff\xff\xff\x0fthis is not a model")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    for make in (conv_bn_relu, gemm, transformer_block, unsupported_ops,
+                 bad_group, old_opset_ops, shape_chain, external_data, many_ops,
+                 old_opset, malformed):
+        make(args.out)
+
+
+if __name__ == "__main__":
+    main()
