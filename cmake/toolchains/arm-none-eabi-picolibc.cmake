@@ -22,7 +22,9 @@ option(OSPREY_SEMIHOSTING
 set(_osprey_common
     "${OSPREY_TOOLCHAIN_CPU_FLAGS} --specs=picolibcpp.specs -ffunction-sections -fdata-sections")
 set(CMAKE_C_FLAGS_INIT "${_osprey_common}")
-set(CMAKE_CXX_FLAGS_INIT "${_osprey_common} -fno-exceptions -fno-rtti -fno-threadsafe-statics")
+include(${CMAKE_CURRENT_LIST_DIR}/header_only_deps.cmake)
+set(CMAKE_CXX_FLAGS_INIT
+    "${_osprey_common} -fno-exceptions -fno-rtti -fno-threadsafe-statics ${OSPREY_CROSS_INCLUDE_FLAGS}")
 set(CMAKE_ASM_FLAGS_INIT "${OSPREY_TOOLCHAIN_CPU_FLAGS}")
 
 set(_osprey_link "-Wl,--gc-sections")

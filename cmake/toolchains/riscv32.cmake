@@ -42,8 +42,9 @@ set(_osprey_arch "-march=rv32imafc -mabi=ilp32f")
 set(_osprey_picolibc /usr/lib/picolibc/riscv64-unknown-elf)
 set(_osprey_common "${_osprey_arch} -ffunction-sections -fdata-sections")
 set(CMAKE_C_FLAGS_INIT "${_osprey_common} -isystem ${_osprey_picolibc}/include")
+include(${CMAKE_CURRENT_LIST_DIR}/header_only_deps.cmake)
 set(CMAKE_CXX_FLAGS_INIT
-    "${_osprey_common} -nostdinc++ -isystem /usr/lib/llvm-19/include/c++/v1 -isystem ${_osprey_picolibc}/include -D_LIBCPP_HAS_NO_THREADS -D_LIBCPP_HAS_NO_LOCALIZATION -D_LIBCPP_HAS_NO_WIDE_CHARACTERS -fno-exceptions -fno-rtti -fno-threadsafe-statics")
+    "${_osprey_common} -nostdinc++ -isystem /usr/lib/llvm-19/include/c++/v1 -isystem ${_osprey_picolibc}/include -D_LIBCPP_HAS_NO_THREADS -D_LIBCPP_HAS_NO_LOCALIZATION -D_LIBCPP_HAS_NO_WIDE_CHARACTERS -fno-exceptions -fno-rtti -fno-threadsafe-statics ${OSPREY_CROSS_INCLUDE_FLAGS}")
 
 set(_osprey_link "${_osprey_arch} --specs=picolibc.specs -Wl,--gc-sections")
 string(APPEND _osprey_link
