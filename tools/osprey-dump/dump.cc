@@ -6,6 +6,7 @@ namespace osprey::tools::dump {
 namespace {
 constexpr Dumper kDumpers[] = {
     {"ELF executable library", &IsElf, &DumpElfLibrary},
+    {"VM module", &IsModule, &DumpModule},
 };
 }  // namespace
 

@@ -29,6 +29,11 @@ Status DumpFile(std::span<const uint8_t> data, std::string* out);
 bool IsElf(std::span<const uint8_t> data);
 Status DumpElfLibrary(std::span<const uint8_t> data, std::string* out);
 
+// VM modules (.osp): tables, segment sizes and disassembled bytecode
+// (module_dump.cc).
+bool IsModule(std::span<const uint8_t> data);
+Status DumpModule(std::span<const uint8_t> data, std::string* out);
+
 }  // namespace osprey::tools::dump
 
 #endif  // OSPREY_TOOLS_OSPREY_DUMP_DUMP_H_
