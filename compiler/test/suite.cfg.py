@@ -1,4 +1,4 @@
-# lit configuration for the compiler tests (compiler/**/test/*.ir, *.test).
+# lit suite configuration for the compiler tests (compiler/**/test/*.ir, *.test).
 import os
 
 import lit.formats
@@ -7,7 +7,8 @@ config.name = "osprey-compiler"
 config.test_format = lit.formats.ShTest(execute_external=True)
 config.suffixes = [".ir", ".test"]
 config.test_source_root = os.path.join(config.osprey_src_root, "compiler")
-config.excludes = ["lit.cfg.py", "lit.site.cfg.py.in", "CMakeLists.txt"]
+# compiler/test holds only the suite configuration.
+config.excludes = ["CMakeLists.txt", "suite.cfg.py", "lit.site.cfg.py.in"]
 
 config.substitutions.append(("%models", config.osprey_models_dir))
 # Our tools first, then FileCheck and not from LLVM 19.
