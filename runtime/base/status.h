@@ -147,12 +147,14 @@ class [[nodiscard]] StatusOr {
   }
   StatusOr(StatusOr&& other) noexcept : status_(std::move(other.status_)) {
     if (status_.ok()) new (&storage_) T(std::move(*other.ptr()));
+    else other.status_ = Status(status_.code());  // Keep |other| an error.
   }
   StatusOr& operator=(StatusOr&& other) noexcept {
     if (this != &other) {
       Destroy();
       status_ = std::move(other.status_);
       if (status_.ok()) new (&storage_) T(std::move(*other.ptr()));
+      else other.status_ = Status(status_.code());  // Keep |other| an error.
     }
     return *this;
   }
