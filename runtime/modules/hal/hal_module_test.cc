@@ -1,0 +1,268 @@
+// Tests of the hal module's functions, invoked directly through a VM
+// context on a cpu-sync device.
+#include "runtime/modules/hal/hal_module.h"
+
+#include <cstring>
+#include <vector>
+
+#include "drivers/init.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "vm/api.h"
+
+namespace osprey::modules::hal {
+namespace {
+
+namespace ohal = ::osprey::hal;
+using ::testing::HasSubstr;
+
+class HalModuleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(drivers::RegisterEnabledDrivers(registry_).ok());
+    auto device = registry_.CreateDevice("cpu-sync", {}, allocator_);
+    ASSERT_TRUE(device.ok()) << device.status().message();
+    device_ = std::move(*device);
+    auto instance = vm::Instance::Create(allocator_);
+    ASSERT_TRUE(instance.ok());
+    instance_ = std::move(*instance);
+    ASSERT_TRUE(RegisterTypes(instance_.get()).ok());
+    ASSERT_TRUE(RegisterTypes(instance_.get()).ok()) << "registration is idempotent";
+    auto module = CreateModule(device_, allocator_);
+    ASSERT_TRUE(module.ok()) << module.status().message();
+    module_ = std::move(*module);
+    vm::Module* modules[] = {module_.get()};
+    auto context = vm::Context::Create(instance_.get(), modules, {}, allocator_);
+    ASSERT_TRUE(context.ok()) << context.status().message();
+    context_ = std::move(*context);
+  }
+
+  // Calls hal.<name> with |args|; results land in |results| (sized from
+  // the signature).
+  Status Call(const char* name, std::vector<vm::Value> args, std::vector<vm::Value>* results) {
+    OSPREY_ASSIGN_OR_RETURN(vm::Function function, context_->LookupFunction("hal", name));
+    results->assign(function.signature().result_count, vm::Value());
+    return context_->Invoke(function, args, *results);
+  }
+  vm::Value CallOne(const char* name, std::vector<vm::Value> args) {
+    std::vector<vm::Value> results;
+    Status status = Call(name, std::move(args), &results);
+    EXPECT_TRUE(status.ok()) << name << ": " << status.message();
+    return results.empty() ? vm::Value() : results[0];
+  }
+
+  vm::Value Device() { return CallOne("device", {}); }
+  vm::Value Allocate(int64_t length) {
+    vm::Value allocator = CallOne("device.allocator", {Device()});
+    return CallOne("allocator.allocate",
+                   {allocator,
+                    vm::Value::I32(int32_t(ohal::MemoryType::kHostLocal |
+                                           ohal::MemoryType::kDeviceVisible)),
+                    vm::Value::I32(int32_t(ohal::BufferUsage::kDefault)), vm::Value::I32(0),
+                    vm::Value::I64(length)});
+  }
+  // A vm.list of i64 dimensions.
+  vm::Value Shape(std::vector<int64_t> dims) {
+    auto list = vm::List::Create(dims.size(), allocator_);
+    EXPECT_TRUE(list.ok());
+    for (int64_t d : dims) EXPECT_TRUE((*list)->Push(vm::Value::I64(d)).ok());
+    return vm::Value::FromRef(vm::Ref::FromRefPtr(std::move(*list), vm::List::type()));
+  }
+  // A read-only vm.buffer holding |text| (like a rodata string).
+  vm::Value Text(const char* text) {
+    auto buffer = vm::Buffer::WrapReadOnly(text, strlen(text), nullptr, allocator_);
+    EXPECT_TRUE(buffer.ok());
+    return vm::Value::FromRef(vm::Ref::FromRefPtr(std::move(*buffer), vm::Buffer::type()));
+  }
+
+  Allocator* allocator_ = Allocator::Default();
+  ohal::DriverRegistry registry_;
+  ref_ptr<ohal::Device> device_;
+  ref_ptr<vm::Instance> instance_;
+  ref_ptr<vm::Module> module_;
+  ref_ptr<vm::Context> context_;
+};
+
+TEST_F(HalModuleTest, AllocatesAndSlicesBuffers) {
+  vm::Value buffer = Allocate(64);
+  ASSERT_NE(buffer.ref.As<ohal::Buffer>(&kBufferType), nullptr);
+  EXPECT_EQ(CallOne("buffer.length", {buffer}).i64, 64);
+  vm::Value tail = CallOne("buffer.subspan", {buffer, vm::Value::I64(16), vm::Value::I64(-1)});
+  EXPECT_EQ(CallOne("buffer.length", {tail}).i64, 48);
+
+  std::vector<vm::Value> results;
+  Status past_end = Call("buffer.subspan", {buffer, vm::Value::I64(60), vm::Value::I64(8)}, &results);
+  EXPECT_EQ(past_end.code(), StatusCode::kOutOfRange) << past_end.message();
+
+  vm::Value allocator = CallOne("device.allocator", {Device()});
+  Status negative = Call("allocator.allocate",
+                         {allocator, vm::Value::I32(0), vm::Value::I32(0), vm::Value::I32(0),
+                          vm::Value::I64(-4)},
+                         &results);
+  EXPECT_EQ(negative.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(negative.message(), HasSubstr("argument 4 (length) is negative"));
+}
+
+TEST_F(HalModuleTest, ChecksRefTypesOfArguments) {
+  std::vector<vm::Value> results;
+  Status status = Call("device.allocator", {Allocate(4)}, &results);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("expected a 'hal.device' ref, got 'hal.buffer'"));
+  Status null_ref = Call("buffer.length", {vm::Value::FromRef(vm::Ref())}, &results);
+  EXPECT_THAT(null_ref.message(), HasSubstr("expected a 'hal.buffer' ref, got null"));
+}
+
+TEST_F(HalModuleTest, CreatesAndDescribesBufferViews) {
+  vm::Value buffer = Allocate(2 * 3 * 4);
+  const int32_t f32 = int32_t(ohal::ElementType::kFloat32);
+  vm::Value view = CallOne("buffer_view.create", {buffer, vm::Value::I64(0), vm::Value::I64(-1),
+                                                  vm::Value::I32(f32), Shape({2, 3})});
+  EXPECT_EQ(CallOne("buffer_view.rank", {view}).i32, 2);
+  EXPECT_EQ(CallOne("buffer_view.dim", {view, vm::Value::I32(1)}).i64, 3);
+  EXPECT_EQ(CallOne("buffer_view.element_type", {view}).i32, f32);
+  EXPECT_EQ(CallOne("buffer_view.byte_length", {view}).i64, 24);
+  EXPECT_EQ(CallOne("buffer_view.buffer", {view}).ref.get(), buffer.ref.get());
+
+  std::vector<vm::Value> results;
+  Status dim = Call("buffer_view.dim", {view, vm::Value::I32(2)}, &results);
+  EXPECT_EQ(dim.code(), StatusCode::kOutOfRange);
+
+  // A shape as a vm.buffer of i64 (what a rodata segment holds).
+  static const int64_t kDims[2] = {1, 6};
+  auto dims = vm::Buffer::WrapReadOnly(kDims, sizeof(kDims), nullptr, allocator_);
+  ASSERT_TRUE(dims.ok());
+  vm::Value flat = CallOne(
+      "buffer_view.create",
+      {buffer, vm::Value::I64(0), vm::Value::I64(24), vm::Value::I32(f32),
+       vm::Value::FromRef(vm::Ref::FromRefPtr(std::move(*dims), vm::Buffer::type()))});
+  EXPECT_EQ(CallOne("buffer_view.dim", {flat, vm::Value::I32(1)}).i64, 6);
+
+  Status too_big = Call("buffer_view.create", {buffer, vm::Value::I64(0), vm::Value::I64(-1),
+                                               vm::Value::I32(f32), Shape({4, 4})},
+                        &results);
+  EXPECT_EQ(too_big.code(), StatusCode::kOutOfRange) << too_big.message();
+  Status bad_shape = Call("buffer_view.create", {buffer, vm::Value::I64(0), vm::Value::I64(-1),
+                                                 vm::Value::I32(f32), Text("abc")},
+                          &results);
+  EXPECT_THAT(bad_shape.message(), HasSubstr("not a whole number of 8-byte elements"));
+}
+
+TEST_F(HalModuleTest, AssertNamesTheArgumentAndBothShapes) {
+  const int32_t f32 = int32_t(ohal::ElementType::kFloat32);
+  vm::Value view = CallOne("buffer_view.create", {Allocate(24), vm::Value::I64(0),
+                                                  vm::Value::I64(-1), vm::Value::I32(f32),
+                                                  Shape({2, 3})});
+  std::vector<vm::Value> results;
+  EXPECT_TRUE(
+      Call("buffer_view.assert", {view, Text("input 'x'"), vm::Value::I32(f32), Shape({2, 3})},
+           &results)
+          .ok());
+  EXPECT_TRUE(
+      Call("buffer_view.assert", {view, Text("input 'x'"), vm::Value::I32(f32), Shape({-1, 3})},
+           &results)
+          .ok());
+  Status wrong = Call("buffer_view.assert",
+                      {view, Text("input 'x'"), vm::Value::I32(f32), Shape({3, 2})}, &results);
+  EXPECT_EQ(wrong.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(wrong.message(), HasSubstr("input 'x' has shape 2x3xf32, expected 3x2xf32"));
+  Status wrong_type = Call("buffer_view.assert",
+                           {view, Text("weights"), vm::Value::I32(int32_t(ohal::ElementType::kInt8)),
+                            Shape({-1, 3})},
+                           &results);
+  EXPECT_THAT(wrong_type.message(), HasSubstr("weights has shape 2x3xf32, expected ?x3xi8"));
+  Status null_view = Call("buffer_view.assert",
+                          {vm::Value::FromRef(vm::Ref()), Text("input 'y'"),
+                           vm::Value::I32(f32), Shape({2})},
+                          &results);
+  EXPECT_THAT(null_view.message(), HasSubstr("input 'y': expected a 2xf32 tensor, got null"));
+}
+
+TEST_F(HalModuleTest, RecordsAndExecutesTransfers) {
+  vm::Value device = Device();
+  vm::Value source = Allocate(16);
+  vm::Value target = Allocate(16);
+  vm::Value command_buffer = CallOne("command_buffer.create", {device, vm::Value::I32(1)});
+  CallOne("command_buffer.begin", {command_buffer});
+  CallOne("command_buffer.fill_buffer", {command_buffer, source, vm::Value::I64(0),
+                                         vm::Value::I64(-1), vm::Value::I32(0x01020304),
+                                         vm::Value::I32(4)});
+  CallOne("command_buffer.execution_barrier", {command_buffer});
+  CallOne("command_buffer.copy_buffer", {command_buffer, source, vm::Value::I64(4), target,
+                                         vm::Value::I64(0), vm::Value::I64(8)});
+  std::vector<vm::Value> results;
+  Status bad_pattern = Call("command_buffer.fill_buffer",
+                            {command_buffer, source, vm::Value::I64(0), vm::Value::I64(-1),
+                             vm::Value::I32(0), vm::Value::I32(3)},
+                            &results);
+  EXPECT_THAT(bad_pattern.message(), HasSubstr("must be 1, 2 or 4, got 3"));
+  CallOne("command_buffer.end", {command_buffer});
+  CallOne("device.queue.execute_sync", {device, command_buffer});
+
+  uint32_t words[4] = {};
+  ASSERT_TRUE(target.ref.As<ohal::Buffer>(&kBufferType)->ReadData(0, words, 16).ok());
+  EXPECT_EQ(words[0], 0x01020304u);
+  EXPECT_EQ(words[1], 0x01020304u);
+}
+
+TEST_F(HalModuleTest, SemaphoresAndQueueExecution) {
+  vm::Value device = Device();
+  vm::Value semaphore = CallOne("semaphore.create", {device, vm::Value::I64(0)});
+  CallOne("semaphore.signal", {semaphore, vm::Value::I64(5)});
+  EXPECT_EQ(CallOne("semaphore.query", {semaphore}).i64, 5);
+  CallOne("semaphore.wait", {semaphore, vm::Value::I64(5)});
+  std::vector<vm::Value> results;
+  Status backwards = Call("semaphore.signal", {semaphore, vm::Value::I64(3)}, &results);
+  EXPECT_EQ(backwards.code(), StatusCode::kInvalidArgument) << backwards.message();
+
+  vm::Value buffer = Allocate(8);
+  vm::Value command_buffer = CallOne("command_buffer.create", {device, vm::Value::I32(0)});
+  CallOne("command_buffer.begin", {command_buffer});
+  CallOne("command_buffer.fill_buffer", {command_buffer, buffer, vm::Value::I64(0),
+                                         vm::Value::I64(-1), vm::Value::I32(0x7F),
+                                         vm::Value::I32(1)});
+  CallOne("command_buffer.end", {command_buffer});
+  // Wait for 5 (already reached), signal 6.
+  CallOne("device.queue.execute", {device, semaphore, vm::Value::I64(5), semaphore,
+                                   vm::Value::I64(6), command_buffer});
+  CallOne("semaphore.wait", {semaphore, vm::Value::I64(6)});
+  uint8_t bytes[8] = {};
+  ASSERT_TRUE(buffer.ref.As<ohal::Buffer>(&kBufferType)->ReadData(0, bytes, 8).ok());
+  EXPECT_EQ(bytes[7], 0x7F);
+}
+
+TEST_F(HalModuleTest, QueriesTheDevice) {
+  std::vector<vm::Value> results;
+  ASSERT_TRUE(Call("device.query.i64", {Device(), Text("device.id=cpu-*")}, &results).ok());
+  EXPECT_EQ(results[0].i32, 1);
+  EXPECT_EQ(results[1].i64, 1);
+  ASSERT_TRUE(Call("device.query.i64", {Device(), Text("device.id=npu")}, &results).ok());
+  EXPECT_EQ(results[0].i32, 1);
+  EXPECT_EQ(results[1].i64, 0);
+  ASSERT_TRUE(Call("device.query.i64", {Device(), Text("no.such.key")}, &results).ok());
+  EXPECT_EQ(results[0].i32, 0);
+  ASSERT_TRUE(
+      Call("device.query.i64", {Device(), Text("device.executable_format=npu-v1")}, &results)
+          .ok());
+  EXPECT_EQ(results[1].i64, 0);
+  vm::Value allocation = Allocate(1000);
+  ASSERT_TRUE(
+      Call("device.query.i64", {Device(), Text("allocator.bytes_allocated")}, &results).ok());
+  EXPECT_EQ(results[0].i32, 1);
+  EXPECT_GE(results[1].i64, 0);
+}
+
+TEST_F(HalModuleTest, ExecutablesNeedABytecodeCaller) {
+  std::vector<vm::Value> results;
+  Status status = Call("executable.create", {Device(), vm::Value::I32(0)}, &results);
+  EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_THAT(status.message(), HasSubstr("must be called from bytecode"));
+}
+
+TEST(HalModuleCreateTest, NeedsADevice) {
+  auto module = CreateModule(nullptr, Allocator::Default());
+  EXPECT_EQ(module.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_GT(ModuleFunctions().size(), 20u);
+}
+
+}  // namespace
+}  // namespace osprey::modules::hal
