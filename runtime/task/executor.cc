@@ -16,6 +16,9 @@ struct Worker {
   platform::Mutex queue_mutex;
   Task* head = nullptr;  // Guarded by queue_mutex.
   Task* tail = nullptr;  // Guarded by queue_mutex.
+  // A ready task this worker runs next without queueing it (the first
+  // successor readied by the task it just retired). Worker-private.
+  Task* next = nullptr;
   std::span<uint8_t> local_memory;
 };
 
@@ -344,7 +347,9 @@ void Executor::WorkerMain(void* arg) {
 
 void Executor::WorkerLoop(Worker* worker) {
   while (true) {
-    Task* task = TryTakeWork(worker);
+    Task* task = worker->next;
+    worker->next = nullptr;
+    if (!task) task = TryTakeWork(worker);
     for (int i = 0; !task && i < kSpinRounds; ++i) {
       platform::YieldProcessor();
       task = TryTakeWork(worker);
@@ -514,6 +519,16 @@ void Executor::Retire(Task* task, Worker* worker) {
       ++ready_count;
     }
   }
+  bool continued = false;
+  if (worker && ready && !worker->next) {
+    // Continue with the first ready task directly: no queue round trip on
+    // the dependent-chain path.
+    worker->next = ready;
+    ready = ready->next_in_queue_;
+    worker->next->next_in_queue_ = nullptr;
+    --ready_count;
+    continued = true;
+  }
   while (ready) {
     Task* next = ready->next_in_queue_;
     if (worker) {
@@ -524,8 +539,9 @@ void Executor::Retire(Task* task, Worker* worker) {
     }
     ready = next;
   }
-  // A worker takes one ready task itself once this one is done.
-  WakeWorkers(worker ? (ready_count > 0 ? ready_count - 1 : 0) : ready_count);
+  // Without a continuation, the worker takes one queued task itself next.
+  if (worker && !continued && ready_count > 0) --ready_count;
+  WakeWorkers(ready_count);
   ReleasePending(task->submission_);
 }
 
