@@ -301,13 +301,14 @@ struct Simulator::Run {
 
   // Checks that [addr, addr + bytes) lies in |space|.
   bool CheckLocal(uint8_t space, uint64_t addr, uint64_t bytes, const char* what) {
-    uint64_t size = space == kSram ? sim->config_.sram_bytes : sim->config_.weight_memory_bytes;
+    uint64_t size =
+        space == kSram ? sim->stream_sram_bytes_ : sim->config_.weight_memory_bytes;
     if (addr > size || bytes > size - addr) {
       return Fail(space == kSram ? FaultKind::kSramOutOfBounds : FaultKind::kWeightOutOfBounds,
-                  "%s [0x%llx, 0x%llx) exceeds %s size 0x%llx", what,
+                  "%s [0x%llx, 0x%llx) exceeds the 0x%llx bytes of %s streams may use", what,
                   static_cast<unsigned long long>(addr),
-                  static_cast<unsigned long long>(addr + bytes), SpaceName(space),
-                  static_cast<unsigned long long>(size));
+                  static_cast<unsigned long long>(addr + bytes),
+                  static_cast<unsigned long long>(size), SpaceName(space));
     }
     return true;
   }
@@ -765,10 +766,11 @@ bool Simulator::Run::Dma(bool read) {
   uint8_t* sys = window->host + (sys_addr - window->device_address);
   uint8_t* loc = Base(space) + loc_addr;
   for (uint64_t r = 0; r < rows; ++r) {
+    // memmove: a window may alias the SRAM itself (device-local buffers).
     if (read) {
-      std::memcpy(loc + r * loc_stride, sys + r * sys_stride, len);
+      std::memmove(loc + r * loc_stride, sys + r * sys_stride, len);
     } else {
-      std::memcpy(sys + r * sys_stride, loc + r * loc_stride, len);
+      std::memmove(sys + r * sys_stride, loc + r * loc_stride, len);
     }
   }
   if (read) dma_pending[dma_pending_count++] = {space, loc_addr, loc_addr + loc_extent, index};

@@ -154,6 +154,15 @@ class Simulator : public RefObject {
   Status Execute(std::span<const uint32_t> words, std::span<const MemoryWindow> windows,
                  Counters* out_counters, Fault* out_fault);
 
+  // Limits the SRAM addresses instructions may name directly (IFM/OFM,
+  // DMA local addresses) to [0, |bytes|); the rest of the SRAM is reachable
+  // only through the DMA windows the driver maps (device-local buffers).
+  // Clamped to the SRAM size; the default is the whole SRAM.
+  void set_stream_sram_bytes(uint64_t bytes) {
+    stream_sram_bytes_ = bytes < config_.sram_bytes ? bytes : config_.sram_bytes;
+  }
+  uint64_t stream_sram_bytes() const { return stream_sram_bytes_; }
+
   const HardwareConfig& config() const { return config_; }
   // Device-local memories, for drivers moving data in and out of them
   // (device-local buffers) and for tests. Borrowed; live as long as this.
@@ -167,12 +176,13 @@ class Simulator : public RefObject {
  private:
   friend class osprey::Allocator;  // Allocator::New constructs it for MakeRef.
   Simulator(const HardwareConfig& config, osprey::Allocator* allocator)
-      : config_(config), allocator_(allocator) {}
+      : config_(config), allocator_(allocator), stream_sram_bytes_(config.sram_bytes) {}
 
   struct Run;
 
   HardwareConfig config_;
   osprey::Allocator* allocator_;
+  uint64_t stream_sram_bytes_;
   uint8_t* sram_ = nullptr;
   uint8_t* weights_ = nullptr;
 };

@@ -1,0 +1,429 @@
+// npu device: command buffers become command streams on the hardware ring.
+#include "drivers/npu/npu_device.h"
+
+#include <stdlib.h>
+
+#include <cstring>
+#include <utility>
+
+#include "drivers/npu/npu_executable.h"
+#include "drivers/npu/schema/npu_isa.h"
+#include "drivers/npu/sim/command_stream.h"
+#include "hal/local/host_semaphore.h"
+#include "hal/local/local_dispatch.h"
+#include "hal/local/recording_command_buffer.h"
+
+namespace osprey::drivers::npu {
+
+using hal::local::CommandHandler;
+using ull = unsigned long long;
+
+namespace {
+
+// Records like every local command buffer, but refuses at record time what
+// the NPU cannot run: executables of other devices and workgroup grids.
+class NpuCommandBuffer final : public hal::local::RecordingCommandBuffer {
+ public:
+  NpuCommandBuffer(hal::CommandBufferMode mode, osprey::Allocator* host_allocator)
+      : RecordingCommandBuffer(mode, host_allocator, hal::local::RecordingOptions{}) {}
+
+ protected:
+  Status DispatchImpl(hal::Executable* executable, uint32_t ordinal,
+                      hal::WorkgroupCount workgroup_count, std::span<const uint32_t> constants,
+                      std::span<const hal::BufferRef> bindings) override {
+    if (!NpuExecutable::Cast(executable)) {
+      return InvalidArgumentError(
+          "dispatch of export '%s': npu command buffers run only npu-v1 executables prepared "
+          "by an npu device",
+          executable->export_info(ordinal).name);
+    }
+    if (workgroup_count.x != 1 || workgroup_count.y != 1 || workgroup_count.z != 1) {
+      return InvalidArgumentError(
+          "dispatch of export '%s': npu command streams run once; workgroup count %ux%ux%u "
+          "must be 1x1x1",
+          executable->export_info(ordinal).name, workgroup_count.x, workgroup_count.y,
+          workgroup_count.z);
+    }
+    return RecordingCommandBuffer::DispatchImpl(executable, ordinal, workgroup_count, constants,
+                                                bindings);
+  }
+
+ private:
+  friend class osprey::Allocator;
+};
+
+bool ParseUint64(const char* text, uint64_t* out) {
+  if (!text || !*text) return false;
+  uint64_t value = 0;
+  for (const char* p = text; *p; ++p) {
+    if (*p < '0' || *p > '9') return false;
+    const uint64_t digit = uint64_t(*p - '0');
+    if (value > (UINT64_MAX - digit) / 10) return false;
+    value = value * 10 + digit;
+  }
+  *out = value;
+  return true;
+}
+
+Status CheckList(const hal::SemaphoreList& list, const char* what) {
+  if (list.semaphores.size() != list.values.size()) {
+    return InvalidArgumentError("%s semaphore list has %zu semaphores but %zu values", what,
+                                list.semaphores.size(), list.values.size());
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (!list.semaphores[i]) return InvalidArgumentError("%s semaphore %zu is null", what, i);
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+//===----------------------------------------------------------------------===//
+// Executor: recorded commands -> hardware jobs
+//===----------------------------------------------------------------------===//
+
+class NpuExecutor final : public CommandHandler {
+ public:
+  explicit NpuExecutor(NpuDevice* device) : device_(device) {}
+
+  Status OnBarrier(const hal::local::BarrierCommand&) override { return OkStatus(); }
+
+  // The NPU has no fill instruction: the driver writes the pattern through
+  // its device mapping, in submission order.
+  Status OnFill(const hal::local::FillCommand& command) override {
+    return hal::local::ExecuteFill(command);
+  }
+
+  // Updates and copies run on the NPU's DMA engine, staged through SRAM.
+  Status OnUpdate(const hal::local::UpdateCommand& command) override {
+    uint8_t* target = nullptr;
+    OSPREY_RETURN_IF_ERROR(command.target.buffer->MapForDevice(
+        hal::MemoryAccess::kWrite, command.target.offset, command.target.length, &target));
+    return DmaCopy(const_cast<uint8_t*>(command.data), target, command.target.length);
+  }
+
+  Status OnCopy(const hal::local::CopyCommand& command) override {
+    uint8_t* source = nullptr;
+    uint8_t* target = nullptr;
+    OSPREY_RETURN_IF_ERROR(command.source.buffer->MapForDevice(
+        hal::MemoryAccess::kRead, command.source.offset, command.source.length, &source));
+    OSPREY_RETURN_IF_ERROR(command.target.buffer->MapForDevice(
+        hal::MemoryAccess::kWrite, command.target.offset, command.target.length, &target));
+    return DmaCopy(source, target, command.target.length);
+  }
+
+  Status OnDispatch(const hal::local::DispatchCommand& command) override;
+
+ private:
+  // Places |length| bytes at |data| in the device address space: SRAM pool
+  // memory at its aperture address, host memory in the next free window.
+  Status MapWindow(uint8_t* data, uint64_t length, uint8_t access, sim::MemoryWindow* out);
+  Status DmaCopy(uint8_t* source, uint8_t* target, uint64_t length);
+
+  NpuDevice* device_;
+  uint64_t next_window_ = kHostWindowBase;
+};
+
+Status NpuExecutor::MapWindow(uint8_t* data, uint64_t length, uint8_t access,
+                              sim::MemoryWindow* out) {
+  if (length > 0xFFFFFFFFull) {
+    return InvalidArgumentError("a %llu-byte range does not fit the npu's 32-bit address space",
+                                (ull)length);
+  }
+  out->host = data;
+  out->length = static_cast<uint32_t>(length);
+  out->access = access;
+  uint64_t pool_offset = 0;
+  NpuAllocator* allocator = device_->allocator_.get();
+  if (allocator->InPool(data, length, &pool_offset)) {
+    const uint64_t sram_offset =
+        device_->options_.hardware.sram_bytes - allocator->pool_bytes() + pool_offset;
+    out->device_address = static_cast<uint32_t>(kSramAperture + sram_offset);
+    return OkStatus();
+  }
+  const uint64_t base = (next_window_ + 4095) & ~uint64_t{4095};
+  if (base + length > kSramAperture) {
+    return ResourceExhaustedError(
+        "npu device address space exhausted: %llu more bytes of host memory do not fit below "
+        "the SRAM aperture",
+        (ull)length);
+  }
+  out->device_address = static_cast<uint32_t>(base);
+  next_window_ = base + length;
+  return OkStatus();
+}
+
+Status NpuExecutor::DmaCopy(uint8_t* source, uint8_t* target, uint64_t length) {
+  if (length == 0) return OkStatus();
+  next_window_ = kHostWindowBase;
+  Arena& scratch = device_->scratch_;
+  OSPREY_ASSIGN_OR_RETURN(sim::MemoryWindow * windows, scratch.NewArray<sim::MemoryWindow>(2));
+  OSPREY_RETURN_IF_ERROR(MapWindow(source, length, sim::kWindowRead, &windows[0]));
+  OSPREY_RETURN_IF_ERROR(MapWindow(target, length, sim::kWindowWrite, &windows[1]));
+  const uint64_t staging = device_->hardware_->simulator()->stream_sram_bytes();
+  const uint64_t chunk = staging < (uint64_t{1} << 24) ? staging : (uint64_t{1} << 24);
+  if (chunk == 0) {
+    return FailedPreconditionError("npu has no stream SRAM to stage a DMA copy through");
+  }
+  const uint64_t chunks = (length + chunk - 1) / chunk;
+  // Per chunk: 2 x (6 SET_REG + DMA) + 2 SYNC = 28 words; plus END.
+  constexpr uint64_t kWordsPerChunk = 28;
+  OSPREY_ASSIGN_OR_RETURN(uint32_t * words, scratch.NewArray<uint32_t>(chunks * kWordsPerChunk + 1));
+  uint32_t* w = words;
+  auto set = [&w](npu_register_t reg, uint64_t value) {
+    *w++ = NPU_MAKE_WORD(NPU_OP_SET_REG, 0, reg);
+    *w++ = static_cast<uint32_t>(value);
+  };
+  for (uint64_t i = 0; i < chunks; ++i) {
+    const uint64_t offset = i * chunk;
+    const uint64_t bytes = length - offset < chunk ? length - offset : chunk;
+    for (int direction = 0; direction < 2; ++direction) {
+      set(NPU_REG_DMA_SYS_ADDR, windows[direction].device_address + offset);
+      set(NPU_REG_DMA_LOC_ADDR, 0);
+      set(NPU_REG_DMA_LEN, bytes);
+      set(NPU_REG_DMA_ROWS, 1);
+      set(NPU_REG_DMA_SYS_STRIDE, 0);
+      set(NPU_REG_DMA_LOC_STRIDE, 0);
+      *w++ = NPU_MAKE_WORD(direction == 0 ? NPU_OP_DMA_READ : NPU_OP_DMA_WRITE, 0, 0);
+      *w++ = NPU_MAKE_WORD(NPU_OP_SYNC, 0, 0);
+    }
+  }
+  *w++ = NPU_MAKE_WORD(NPU_OP_END, 0, 0);
+  OSPREY_ASSIGN_OR_RETURN(HwJob * job, scratch.New<HwJob>());
+  job->words = {words, static_cast<size_t>(w - words)};
+  job->windows = {windows, 2};
+  return device_->RunJob(job);
+}
+
+Status NpuExecutor::OnDispatch(const hal::local::DispatchCommand& command) {
+  NpuExecutable* executable = NpuExecutable::Cast(command.executable);
+  if (!executable || command.ordinal >= executable->export_count()) {
+    return InvalidArgumentError("dispatch of a non-npu executable or a bad export ordinal");
+  }
+  const sim::ExportView view = executable->export_view(command.ordinal);
+  if (command.bindings.size() < view.binding_count) {
+    return InvalidArgumentError("export '%s' binds %u buffers, dispatch passes %zu", view.name,
+                                view.binding_count, command.bindings.size());
+  }
+  next_window_ = kHostWindowBase;
+  Arena& scratch = device_->scratch_;
+  const uint32_t count = view.binding_count;
+  sim::MemoryWindow* windows = nullptr;
+  uint32_t* addresses = nullptr;
+  if (count > 0) {
+    OSPREY_ASSIGN_OR_RETURN(windows, scratch.NewArray<sim::MemoryWindow>(count));
+    OSPREY_ASSIGN_OR_RETURN(addresses, scratch.NewArray<uint32_t>(count));
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    const hal::BufferRef& ref = command.bindings[i];
+    const bool written = (view.binding_write_mask >> i) & 1u;
+    const bool readable =
+        AnyBitSet(ref.buffer->allowed_access(), hal::MemoryAccess::kRead) || !written;
+    const hal::MemoryAccess access =
+        written ? (readable ? hal::MemoryAccess::kRead | hal::MemoryAccess::kWrite
+                            : hal::MemoryAccess::kWrite)
+                : hal::MemoryAccess::kRead;
+    uint8_t* data = nullptr;
+    OSPREY_RETURN_IF_ERROR(ref.buffer->MapForDevice(access, ref.offset, ref.length, &data),
+                           "mapping binding %u of export '%s' for the npu", i, view.name);
+    const uint8_t window_access = static_cast<uint8_t>(
+        (readable ? sim::kWindowRead : 0) | (written ? sim::kWindowWrite : 0));
+    OSPREY_RETURN_IF_ERROR(MapWindow(data, ref.length, window_access, &windows[i]),
+                           "mapping binding %u of export '%s' for the npu", i, view.name);
+    addresses[i] = windows[i].device_address;
+  }
+  OSPREY_ASSIGN_OR_RETURN(uint32_t * words, scratch.NewArray<uint32_t>(view.words.size()));
+  OSPREY_RETURN_IF_ERROR(
+      sim::ApplyRelocations(view, {addresses, count}, {words, view.words.size()}),
+      "relocating export '%s'", view.name);
+  OSPREY_ASSIGN_OR_RETURN(HwJob * job, scratch.New<HwJob>());
+  job->words = {words, view.words.size()};
+  job->windows = {windows, count};
+  OSPREY_RETURN_IF_ERROR(device_->RunJob(job), "running export '%s' of an npu-v1 executable",
+                         view.name);
+  return OkStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// NpuDevice
+//===----------------------------------------------------------------------===//
+
+Status NpuDevice::ParseParams(std::span<const hal::DeviceParam> params,
+                              NpuDeviceOptions* options) {
+  for (const hal::DeviceParam& param : params) {
+    const char* key = param.key ? param.key : "";
+    const char* text = param.value ? param.value : "";
+    uint64_t value = 0;
+    const bool numeric = ParseUint64(text, &value);
+    auto bad = [&](const char* what) {
+      return InvalidArgumentError("npu device param %s='%s' is not %s", key, text, what);
+    };
+    if (strcmp(key, "mode") == 0) {
+      if (strcmp(text, "output") == 0) {
+        options->hardware.mode = sim::ParallelMode::kOutputParallel;
+      } else if (strcmp(text, "input") == 0) {
+        options->hardware.mode = sim::ParallelMode::kInputParallel;
+      } else {
+        return bad("'output' or 'input'");
+      }
+      continue;
+    }
+    if (strcmp(key, "pes") == 0) {
+      if (!numeric || (value != 64 && value != 128 && value != 256)) return bad("64, 128 or 256");
+      options->hardware.pe_count = uint32_t(value);
+    } else if (strcmp(key, "sram_kib") == 0) {
+      if (!numeric || value < 256 || value > 256 * 1024) return bad("256..262144 KiB");
+      options->hardware.sram_bytes = value * 1024;
+    } else if (strcmp(key, "weight_kib") == 0) {
+      if (!numeric || value < 16 || value > 256 * 1024) return bad("16..262144 KiB");
+      options->hardware.weight_memory_bytes = value * 1024;
+    } else if (strcmp(key, "dma_bytes_per_cycle") == 0) {
+      if (!numeric || value < 1 || value > 256) return bad("1..256");
+      options->hardware.dma_bytes_per_cycle = uint32_t(value);
+    } else if (strcmp(key, "dma_setup_cycles") == 0) {
+      if (!numeric || value > 65536) return bad("0..65536");
+      options->hardware.dma_setup_cycles = uint32_t(value);
+    } else if (strcmp(key, "sram_pool_kib") == 0) {
+      if (!numeric || value > 256 * 1024) return bad("a size in KiB");
+      options->sram_pool_bytes = value * 1024;
+    } else if (strcmp(key, "wait_timeout_ms") == 0) {
+      if (!numeric || value > uint64_t(INT64_MAX / 1000000)) return bad("milliseconds");
+      options->wait_timeout_ns = int64_t(value) * 1000000;
+    } else if (strcmp(key, "job_timeout_ms") == 0) {
+      if (!numeric || value > uint64_t(INT64_MAX / 1000000)) return bad("milliseconds");
+      options->job_timeout_ns = int64_t(value) * 1000000;
+    } else if (strcmp(key, "inline") == 0) {
+      if (!numeric || value > 1) return bad("0 or 1");
+      options->hardware_options.inline_execution = value == 1;
+    } else {
+      return InvalidArgumentError(
+          "unknown npu device param '%s' (known: pes, sram_kib, weight_kib, dma_bytes_per_cycle, "
+          "dma_setup_cycles, mode, sram_pool_kib, wait_timeout_ms, job_timeout_ms, inline)",
+          key);
+    }
+  }
+  return OkStatus();
+}
+
+StatusOr<ref_ptr<NpuDevice>> NpuDevice::Create(const NpuDeviceOptions& options,
+                                               osprey::Allocator* host_allocator) {
+  if (!host_allocator) return InvalidArgumentError("npu device needs a host allocator");
+  OSPREY_RETURN_IF_ERROR(sim::ValidateHardwareConfig(options.hardware), "creating an npu device");
+  if (options.sram_pool_bytes >= options.hardware.sram_bytes) {
+    return InvalidArgumentError(
+        "npu SRAM pool of %llu bytes leaves no SRAM for command streams (SRAM is %llu bytes)",
+        (ull)options.sram_pool_bytes, (ull)options.hardware.sram_bytes);
+  }
+  OSPREY_ASSIGN_OR_RETURN(auto device, MakeRef<NpuDevice>(host_allocator, options, host_allocator));
+  OSPREY_RETURN_IF_ERROR(NpuHardware::Create(options.hardware, options.hardware_options,
+                                             host_allocator, &device->hardware_));
+  sim::Simulator* sim = device->hardware_->simulator();
+  const uint64_t stream_bytes = options.hardware.sram_bytes - options.sram_pool_bytes;
+  sim->set_stream_sram_bytes(stream_bytes);
+  OSPREY_ASSIGN_OR_RETURN(
+      device->allocator_,
+      NpuAllocator::Create(host_allocator, ref_ptr<RefObject>(sim),
+                           sim->sram().data() + stream_bytes, options.sram_pool_bytes));
+  return device;
+}
+
+NpuDevice::~NpuDevice() {
+  // Buffers still alive keep the allocator, and through it the SRAM.
+  allocator_.reset();
+  NpuHardware::Destroy(hardware_);
+}
+
+StatusOr<ref_ptr<hal::CommandBuffer>> NpuDevice::CreateCommandBuffer(
+    hal::CommandBufferMode mode) {
+  OSPREY_ASSIGN_OR_RETURN(auto command_buffer,
+                          MakeRef<NpuCommandBuffer>(host_allocator_, mode, host_allocator_));
+  return ref_ptr<hal::CommandBuffer>(std::move(command_buffer));
+}
+
+StatusOr<ref_ptr<hal::Semaphore>> NpuDevice::CreateSemaphore(uint64_t initial_value) {
+  OSPREY_ASSIGN_OR_RETURN(auto semaphore,
+                          hal::local::HostSemaphore::Create(initial_value, host_allocator_));
+  return ref_ptr<hal::Semaphore>(std::move(semaphore));
+}
+
+StatusOr<ref_ptr<hal::ExecutableCache>> NpuDevice::CreateExecutableCache() {
+  OSPREY_ASSIGN_OR_RETURN(auto cache, NpuExecutableCache::Create(host_allocator_));
+  return ref_ptr<hal::ExecutableCache>(std::move(cache));
+}
+
+sim::Counters NpuDevice::counters() {
+  platform::MutexLock lock(mutex_);
+  return counters_;
+}
+
+Status NpuDevice::RunJob(HwJob* job) {
+  OSPREY_ASSIGN_OR_RETURN(uint32_t sequence, hardware_->Submit(job));
+  const int64_t deadline = platform::DeadlineFromTimeout(options_.job_timeout_ns);
+  Status waited = hardware_->WaitForCompletion(sequence, deadline);
+  if (!waited.ok()) {
+    hardware_->Reset();
+    return std::move(waited).Annotate("npu watchdog: job timed out after %lld ms; device reset",
+                                      (long long)(options_.job_timeout_ns / 1000000));
+  }
+  counters_.Accumulate(job->counters);
+  return std::move(job->status);
+}
+
+Status NpuDevice::Execute(const hal::SemaphoreList& wait,
+                          std::span<hal::CommandBuffer* const> command_buffers) {
+  const int64_t deadline = platform::DeadlineFromTimeout(options_.wait_timeout_ns);
+  for (size_t i = 0; i < wait.size(); ++i) {
+    OSPREY_RETURN_IF_ERROR(wait.semaphores[i]->Wait(wait.values[i], deadline),
+                           "npu waiting for wait semaphore %zu to reach %llu", i,
+                           (ull)wait.values[i]);
+  }
+  scratch_.Reset();
+  NpuExecutor executor(this);
+  for (size_t i = 0; i < command_buffers.size(); ++i) {
+    auto* recording = hal::local::RecordingCommandBuffer::Cast(command_buffers[i]);
+    OSPREY_RETURN_IF_ERROR(recording->Replay(executor), "npu executing command buffer %zu", i);
+  }
+  return OkStatus();
+}
+
+Status NpuDevice::QueueExecute(const hal::SemaphoreList& wait,
+                               std::span<hal::CommandBuffer* const> command_buffers,
+                               const hal::SemaphoreList& signal) {
+  OSPREY_RETURN_IF_ERROR(CheckList(wait, "wait"));
+  OSPREY_RETURN_IF_ERROR(CheckList(signal, "signal"));
+  for (size_t i = 0; i < command_buffers.size(); ++i) {
+    if (!hal::local::RecordingCommandBuffer::Cast(command_buffers[i])) {
+      return InvalidArgumentError("command buffer %zu is null or was not created by an npu device",
+                                  i);
+    }
+  }
+  for (size_t i = 0; i < signal.size(); ++i) {
+    auto current = signal.semaphores[i]->Query();
+    if (current.ok() && *current >= signal.values[i]) {
+      return InvalidArgumentError(
+          "signal semaphore %zu is at %llu; signalling %llu would not advance it", i,
+          (ull)*current, (ull)signal.values[i]);
+    }
+  }
+  for (size_t i = 0; i < command_buffers.size(); ++i) {
+    auto* recording = hal::local::RecordingCommandBuffer::Cast(command_buffers[i]);
+    OSPREY_RETURN_IF_ERROR(recording->BeginSubmission(), "submitting command buffer %zu", i);
+  }
+  Status status;
+  {
+    platform::MutexLock lock(mutex_);
+    status = Execute(wait, command_buffers);
+  }
+  if (status.ok()) {
+    for (size_t i = 0; i < signal.size(); ++i) {
+      OSPREY_RETURN_IF_ERROR(signal.semaphores[i]->Signal(signal.values[i]),
+                             "signalling semaphore %zu after execution", i);
+    }
+    return OkStatus();
+  }
+  if (signal.size() == 0) return status;
+  for (size_t i = 0; i < signal.size(); ++i) signal.semaphores[i]->Fail(status.Clone());
+  return OkStatus();
+}
+
+}  // namespace osprey::drivers::npu
