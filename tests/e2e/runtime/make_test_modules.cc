@@ -1,9 +1,10 @@
-// Builds the modules of the runtime end-to-end tests with the VM module
-// builder: "simple_add" drives the HAL module to dispatch the vector_add
+// Builds the modules of the runtime end-to-end tests: "dynamic_add" from
+// textual assembly, and with the VM module builder "simple_add", which drives the HAL module to dispatch the vector_add
 // dispatch library (compiled from C, embedded as an executable) and also
 // writes truncated and corrupted copies for the bad-input tests.
 //
-//   make_test_modules --elf=vector_add_x86_64.so --format=elf-x86_64 --out_dir=DIR
+//   make_test_modules --elf=vector_add_x86_64.so --format=elf-x86_64
+//                     --asm=dynamic_add.vmasm --out_dir=DIR
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "hal/types.h"
 #include "tools/common/flags.h"
 #include "tools/common/npy.h"
+#include "vm/asm/assembler.h"
 #include "vm/builder/module_builder.h"
 #include "vm/opcodes.h"
 
@@ -315,8 +317,31 @@ StatusOr<std::vector<uint8_t>> BuildBadBytecode() {
   return builder.Build();
 }
 
-Status Run(const std::string& elf_path, const std::string& format, const std::string& out_dir) {
+// Assembles the textual module at |asm_path| with |elf| appended as its
+// executable 0 (the text cannot name a file, so the bytes go in as hex).
+StatusOr<std::vector<uint8_t>> AssembleWithExecutable(const std::string& asm_path,
+                                                      const std::vector<uint8_t>& elf,
+                                                      const std::string& format) {
+  OSPREY_ASSIGN_OR_RETURN(auto text_bytes, tools::ReadFileBytes(asm_path));
+  std::string text(text_bytes.begin(), text_bytes.end());
+  text += "\nexecutable \"" + format + "\" @vector_add align 64 hex \"";
+  static const char kHex[] = "0123456789abcdef";
+  for (uint8_t byte : elf) {
+    text += kHex[byte >> 4];
+    text += kHex[byte & 15];
+  }
+  text += "\"\n";
+  return vm::AssembleModule(text);
+}
+
+Status Run(const std::string& elf_path, const std::string& format, const std::string& asm_path,
+           const std::string& out_dir) {
   OSPREY_ASSIGN_OR_RETURN(auto elf, tools::ReadFileBytes(elf_path));
+  if (!asm_path.empty()) {
+    OSPREY_ASSIGN_OR_RETURN(auto assembled, AssembleWithExecutable(asm_path, elf, format),
+                            "assembling '%s'", asm_path.c_str());
+    OSPREY_RETURN_IF_ERROR(WriteFile(out_dir + "/dynamic_add.osp", assembled));
+  }
   OSPREY_ASSIGN_OR_RETURN(auto bytes, BuildSimpleAdd(elf, format), "building simple_add");
   OSPREY_RETURN_IF_ERROR(WriteFile(out_dir + "/simple_add.osp", bytes));
 
@@ -349,13 +374,14 @@ Status Run(const std::string& elf_path, const std::string& format, const std::st
 }  // namespace osprey
 
 int main(int argc, char** argv) {
-  std::string elf, format = "elf-x86_64", out_dir = ".";
+  std::string elf, format = "elf-x86_64", asm_path, out_dir = ".";
   osprey::tools::FlagParser parser("make_test_modules --elf=FILE --format=FMT --out_dir=DIR");
   parser.AddString("elf", &elf, "Dispatch library to embed.");
   parser.AddString("format", &format, "Executable format of --elf.");
+  parser.AddString("asm", &asm_path, "Textual module to assemble into dynamic_add.osp.");
   parser.AddString("out_dir", &out_dir, "Where to write the modules.");
   osprey::Status status = parser.Parse(&argc, argv);
-  if (status.ok()) status = osprey::Run(elf, format, out_dir);
+  if (status.ok()) status = osprey::Run(elf, format, asm_path, out_dir);
   if (!status.ok()) {
     char text[2048];
     status.ToString(text, sizeof(text));
