@@ -1,0 +1,260 @@
+// Tests of the embedding API through its C++ wrapper: handles, statuses,
+// buffer views, module loading from memory and calls of modules assembled
+// in the test.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/embed/file_mapping.h"
+#include "runtime/embed/osprey.hpp"
+#include "vm/asm/assembler.h"
+#include "vm/builder/module_builder.h"
+
+namespace osprey::embed {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Returns its input after checking it is a ?x3xf32 tensor, and a scalar
+// computed from i32/i64/f32/f64 arguments.
+constexpr char kEchoModule[] = R"(
+module @echo version 1
+import @hal.buffer_view.assert(ref, ref, i32, ref)
+import @hal.buffer_view.dim(ref, i32) -> (i64)
+rodata @shape align 8 hex "ffffffffffffffff0300000000000000"
+rodata @name text "input 'rows'"
+
+func @main(ref) -> (ref, i64) regs(i=2, l=1, r=3) export {
+  const.i32 %i0, 50331680
+  const.ref.rodata %r1, @shape
+  const.ref.rodata %r2, @name
+  call.import @hal.buffer_view.assert(%r0, %r2, %i0, %r1)
+  const.i32 %i1, 0
+  call.import @hal.buffer_view.dim(%r0, %i1) -> (%l0)
+  return %r0, %l0
+}
+
+func @mix(i32, i64, f32, f64) -> (f64) regs(i=1, l=1, f=1, d=3) export {
+  cast.si32.f64 %d1, %i0
+  cast.si64.f64 %d2, %l0
+  add.f64 %d1, %d1, %d2
+  ext.f32.f64 %d2, %f0
+  add.f64 %d1, %d1, %d2
+  add.f64 %d0, %d1, %d0
+  return %d0
+}
+)";
+
+class EmbedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(Instance::Create(&instance_).ok());
+    Status status = Device::Create(instance_, "cpu-sync", {}, &device_);
+    ASSERT_TRUE(status.ok()) << status.message();
+    ASSERT_TRUE(Session::Create(instance_, device_, &session_).ok());
+    auto bytes = vm::AssembleModule(kEchoModule);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+    module_ = vm::AlignedBytes(*bytes);
+  }
+
+  BufferView Matrix(int64_t rows, int64_t cols) {
+    std::vector<float> data(size_t(rows * cols));
+    for (size_t i = 0; i < data.size(); ++i) data[i] = float(i);
+    const int64_t shape[2] = {rows, cols};
+    BufferView view;
+    Status status = BufferView::Create(device_, shape, OSPREY_ELEMENT_TYPE_FLOAT32, data.data(),
+                                       data.size() * 4, &view);
+    EXPECT_TRUE(status.ok()) << status.message();
+    return view;
+  }
+
+  Instance instance_;
+  Device device_;
+  Session session_;
+  vm::AlignedBytes module_;
+};
+
+TEST_F(EmbedTest, HandlesRetainAndRelease) {
+  EXPECT_STREQ(device_.name(), "cpu-sync");
+  Device copy = device_;  // Retains.
+  EXPECT_EQ(copy.get(), device_.get());
+  Device moved = std::move(copy);
+  EXPECT_FALSE(copy);
+  EXPECT_TRUE(moved);
+  EXPECT_GE(instance_.driver_count(), 1u);
+}
+
+TEST_F(EmbedTest, BufferViewsRoundTrip) {
+  BufferView view = Matrix(2, 3);
+  EXPECT_EQ(view.rank(), 2u);
+  EXPECT_EQ(view.dim(0), 2);
+  EXPECT_EQ(view.dim(5), -1);
+  EXPECT_EQ(view.element_count(), 6);
+  EXPECT_EQ(view.byte_length(), 24u);
+  char shape[32];
+  EXPECT_EQ(view.FormatShape(shape, sizeof(shape)), 7u);
+  EXPECT_STREQ(shape, "2x3xf32");
+  float data[6];
+  ASSERT_TRUE(view.Read(data, sizeof(data)).ok());
+  EXPECT_EQ(data[5], 5.0f);
+  Status small = view.Read(data, 8);
+  EXPECT_EQ(small.code(), OSPREY_STATUS_OUT_OF_RANGE);
+  EXPECT_THAT(small.message(), HasSubstr("holds 24 bytes"));
+
+  // Zero-filled when no data is given.
+  const int64_t dims[1] = {3};
+  BufferView zeros;
+  ASSERT_TRUE(BufferView::Create(device_, dims, OSPREY_ELEMENT_TYPE_INT32, nullptr, 0, &zeros).ok());
+  int32_t ints[3] = {7, 7, 7};
+  ASSERT_TRUE(zeros.Read(ints, sizeof(ints)).ok());
+  EXPECT_EQ(ints[0] | ints[1] | ints[2], 0);
+
+  BufferView bad;
+  const int64_t negative[1] = {-1};
+  Status status =
+      BufferView::Create(device_, negative, OSPREY_ELEMENT_TYPE_FLOAT32, nullptr, 0, &bad);
+  EXPECT_EQ(status.code(), OSPREY_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(status.message(), HasSubstr("dimension 0 is negative"));
+  status = BufferView::Create(device_, dims, osprey_element_type_t(12345), nullptr, 0, &bad);
+  EXPECT_THAT(status.message(), HasSubstr("element type 0x3039 is not valid"));
+  const int64_t too_many[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  status = BufferView::Create(device_, too_many, OSPREY_ELEMENT_TYPE_FLOAT32, nullptr, 0, &bad);
+  EXPECT_THAT(status.message(), HasSubstr("rank 9 exceeds the maximum of 8"));
+}
+
+TEST_F(EmbedTest, CallsAnAssembledModuleFromMemory) {
+  ASSERT_TRUE(session_.LoadModuleMemory(module_.data(), module_.size()).ok());
+  Function main_fn;
+  Status status = session_.LookupFunction("echo.main", &main_fn);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_STREQ(main_fn.signature(), "r:rI");
+
+  // Tensor and scalar results together need the value API.
+  BufferView input = Matrix(5, 3);
+  osprey_value_t in = {};
+  in.type = OSPREY_VALUE_TYPE_BUFFER_VIEW;
+  in.u.buffer_view = input.get();
+  osprey_value_t out[2];
+  size_t count = 0;
+  Status call(osprey_function_call_values(main_fn.get(), &in, 1, out, 2, &count));
+  ASSERT_TRUE(call.ok()) << call.message();
+  ASSERT_EQ(count, 2u);
+  BufferView echoed(out[0].u.buffer_view);
+  EXPECT_EQ(echoed.get(), input.get());
+  EXPECT_EQ(out[1].type, OSPREY_VALUE_TYPE_I64);
+  EXPECT_EQ(out[1].u.i64, 5);
+
+  BufferView wrong = Matrix(3, 5);
+  in.u.buffer_view = wrong.get();
+  Status mismatch(osprey_function_call_values(main_fn.get(), &in, 1, out, 2, &count));
+  EXPECT_EQ(mismatch.code(), OSPREY_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(mismatch.message(), HasSubstr("input 'rows' has shape 3x5xf32, expected ?x3xf32"));
+
+  // The tensor-only call refuses the scalar result up front.
+  BufferView outputs[2];
+  Status unimplemented = main_fn.Call({&input, 1}, outputs, &count);
+  EXPECT_EQ(unimplemented.code(), OSPREY_STATUS_UNIMPLEMENTED);
+}
+
+TEST_F(EmbedTest, PassesEveryScalarType) {
+  ASSERT_TRUE(session_.LoadModuleMemory(module_.data(), module_.size()).ok());
+  Function mix;
+  ASSERT_TRUE(session_.LookupFunction("mix", &mix).ok());
+  osprey_value_t in[4] = {};
+  in[0].type = OSPREY_VALUE_TYPE_I32;
+  in[0].u.i32 = -3;
+  in[1].type = OSPREY_VALUE_TYPE_I64;
+  in[1].u.i64 = 10000000000;
+  in[2].type = OSPREY_VALUE_TYPE_F32;
+  in[2].u.f32 = 0.5f;
+  in[3].type = OSPREY_VALUE_TYPE_F64;
+  in[3].u.f64 = 0.25;
+  osprey_value_t out[1];
+  size_t count = 0;
+  Status status(osprey_function_call_values(mix.get(), in, 4, out, 1, &count));
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(out[0].type, OSPREY_VALUE_TYPE_F64);
+  EXPECT_DOUBLE_EQ(out[0].u.f64, 10000000000.0 - 3 + 0.5 + 0.25);
+}
+
+TEST_F(EmbedTest, LaterLoadsKeepEarlierFunctionsWorking) {
+  ASSERT_TRUE(session_.LoadModuleMemory(module_.data(), module_.size()).ok());
+  Function before;
+  ASSERT_TRUE(session_.LookupFunction("main", &before).ok());
+  // A second module with the same name is refused and the session is
+  // unchanged.
+  Status duplicate = session_.LoadModuleMemory(module_.data(), module_.size());
+  EXPECT_EQ(duplicate.code(), OSPREY_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(duplicate.message(), HasSubstr("two modules are named 'echo'"));
+  // A module that imports from the first one links against it.
+  auto second = vm::AssembleModule(R"(
+module @user version 1
+import @echo.mix(i32, i64, f32, f64) -> (f64)
+func @twice(f64) -> (f64) regs(i=1, l=1, f=1, d=2) export {
+  const.i32 %i0, 0
+  const.i64 %l0, 0
+  const.f32 %f0, 0.0
+  call.import @echo.mix(%i0, %l0, %f0, %d0) -> (%d1)
+  add.f64 %d1, %d1, %d1
+  return %d1
+}
+)");
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  vm::AlignedBytes second_bytes(*second);
+  Status load = session_.LoadModuleMemory(second_bytes.data(), second_bytes.size());
+  ASSERT_TRUE(load.ok()) << load.message();
+  Function twice;
+  ASSERT_TRUE(session_.LookupFunction("twice", &twice).ok());
+  osprey_value_t in = {OSPREY_VALUE_TYPE_F64, {}};
+  in.u.f64 = 1.25;
+  osprey_value_t out;
+  size_t count = 0;
+  ASSERT_TRUE(Status(osprey_function_call_values(twice.get(), &in, 1, &out, 1, &count)).ok());
+  EXPECT_DOUBLE_EQ(out.u.f64, 2.5);
+  // The function looked up before the second load still runs.
+  BufferView input = Matrix(1, 3);
+  osprey_value_t view_in = {OSPREY_VALUE_TYPE_BUFFER_VIEW, {}};
+  view_in.u.buffer_view = input.get();
+  osprey_value_t outs[2];
+  ASSERT_TRUE(Status(osprey_function_call_values(before.get(), &view_in, 1, outs, 2, &count)).ok());
+  osprey_buffer_view_release(outs[0].u.buffer_view);
+
+  // A module whose import nobody provides is refused with the name.
+  auto orphan = vm::AssembleModule(R"(
+module @orphan version 1
+import @nobody.thing(i32) -> (i32)
+func @f(i32) -> (i32) regs(i=2) export {
+  call.import @nobody.thing(%i0) -> (%i1)
+  return %i1
+}
+)");
+  ASSERT_TRUE(orphan.ok());
+  vm::AlignedBytes orphan_bytes(*orphan);
+  Status missing = session_.LoadModuleMemory(orphan_bytes.data(), orphan_bytes.size());
+  EXPECT_EQ(missing.code(), OSPREY_STATUS_NOT_FOUND);
+  EXPECT_THAT(missing.message(), HasSubstr("nobody.thing"));
+}
+
+TEST(FileMappingTest, MapsFilesAndReportsErrors) {
+  const std::string path = ::testing::TempDir() + "/file_mapping_test.bin";
+  FILE* file = fopen(path.c_str(), "wb");
+  ASSERT_NE(file, nullptr);
+  fputs("osprey", file);
+  fclose(file);
+  auto mapping = FileMapping::Open(path.c_str(), osprey::Allocator::Default());
+  ASSERT_TRUE(mapping.ok());
+  EXPECT_EQ((*mapping)->contents().size(), 6u);
+  EXPECT_EQ(memcmp((*mapping)->contents().data(), "osprey", 6), 0);
+  EXPECT_TRUE((*mapping)->is_mapped());
+  remove(path.c_str());
+
+  auto missing = FileMapping::Open("/nonexistent/file.osp", osprey::Allocator::Default());
+  EXPECT_EQ(missing.status().code(), osprey::StatusCode::kNotFound);
+  auto directory = FileMapping::Open("/", osprey::Allocator::Default());
+  EXPECT_EQ(directory.status().code(), osprey::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace osprey::embed
