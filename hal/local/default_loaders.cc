@@ -4,6 +4,9 @@
 #if OSPREY_HAVE_LOADER_ELF
 #include "hal/local/loaders/elf/elf_loader.h"
 #endif
+#if OSPREY_HAVE_LOADER_SYSTEM
+#include "hal/local/loaders/system/system_loader.h"
+#endif
 
 namespace osprey::hal::local {
 
@@ -19,8 +22,14 @@ StatusOr<ref_ptr<DefaultLoaderSet>> DefaultLoaderSet::Create(
     set->loaders_[set->count_++] = loader;
   }
 #endif
-  // The system (dlopen) loader joins here once its factory exists
-  // (OSPREY_HAVE_LOADER_SYSTEM).
+#if OSPREY_HAVE_LOADER_SYSTEM
+  {
+    ExecutableLoader* loader = nullptr;
+    OSPREY_RETURN_IF_ERROR(loaders::system::CreateSystemLoader(host_allocator, &loader),
+                           "creating the system executable loader");
+    set->loaders_[set->count_++] = loader;
+  }
+#endif
   return set;
 }
 
