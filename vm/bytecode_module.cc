@@ -150,24 +150,32 @@ StatusOr<ref_ptr<BytecodeModule>> BytecodeModule::Load(std::span<const uint8_t> 
 
 Status BytecodeModule::Initialize(std::span<const uint8_t> file) {
   //===--- Structure ------------------------------------------------------===//
-  if (!file.data() || file.size() < 8) {
+  if (!file.data() || file.size() < 12) {
     return DataLossError("module file is %zu bytes; too small to be an .osp module", file.size());
   }
-  if (!flatbuffers::BufferHasIdentifier(file.data(), kModuleFileIdentifier)) {
+  if (!flatbuffers::BufferHasIdentifier(file.data(), kModuleFileIdentifier,
+                                        /*size_prefixed=*/true)) {
     return DataLossError("not an Osprey VM module: file identifier is not '%s'",
                          kModuleFileIdentifier);
   }
-  // External segments may follow the FlatBuffer; the FlatBuffer itself must
-  // fit in the verifier's size limit.
-  size_t fb_size = file.size();
-  if (fb_size >= FLATBUFFERS_MAX_BUFFER_SIZE) fb_size = FLATBUFFERS_MAX_BUFFER_SIZE - 1;
-  flatbuffers::Verifier verifier(file.data(), fb_size, /*max_depth=*/32,
+  // The FlatBuffer is size-prefixed so truncation is always detected;
+  // external segments may follow it.
+  uint64_t fb_size = uint64_t(flatbuffers::GetPrefixedSize(file.data())) + sizeof(uint32_t);
+  if (fb_size > file.size()) {
+    return DataLossError("module file is truncated: %zu bytes, but its FlatBuffer needs %llu",
+                         file.size(), static_cast<unsigned long long>(fb_size));
+  }
+  if (fb_size >= FLATBUFFERS_MAX_BUFFER_SIZE) {
+    return DataLossError("module FlatBuffer of %llu bytes is too large",
+                         static_cast<unsigned long long>(fb_size));
+  }
+  flatbuffers::Verifier verifier(file.data(), size_t(fb_size), /*max_depth=*/32,
                                  /*max_tables=*/1u << 20);
-  if (!fb::VerifyModuleDefBuffer(verifier)) {
+  if (!fb::VerifySizePrefixedModuleDefBuffer(verifier)) {
     return DataLossError("module FlatBuffer failed structural verification (truncated or "
                          "corrupt file)");
   }
-  const fb::ModuleDef* def = fb::GetModuleDef(file.data());
+  const fb::ModuleDef* def = fb::GetSizePrefixedModuleDef(file.data());
   def_ = def;
   if (def->format_version() != kModuleFormatVersion) {
     return UnimplementedError("module format version %u is not supported (this runtime reads %u)",

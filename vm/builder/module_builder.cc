@@ -243,7 +243,7 @@ StatusOr<std::vector<uint8_t>> ModuleBuilder::Serialize(
       exports.empty() ? nullptr : &exports, functions.empty() ? nullptr : &functions,
       bytecode.empty() ? nullptr : &bytecode, rodata.empty() ? nullptr : &rodata,
       executables.empty() ? nullptr : &executables, globals, initializer_, debug);
-  fb::FinishModuleDefBuffer(b, module);
+  fb::FinishSizePrefixedModuleDefBuffer(b, module);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }
 

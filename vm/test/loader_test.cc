@@ -76,7 +76,7 @@ std::vector<uint8_t> BuildRaw(const RawModule& raw) {
   auto module = fb::CreateModuleDefDirect(b, 1, "raw", 0, nullptr, nullptr, &functions, &code,
                                           rodata.empty() ? nullptr : &rodata, nullptr, 0, -1,
                                           debug);
-  fb::FinishModuleDefBuffer(b, module);
+  fb::FinishSizePrefixedModuleDefBuffer(b, module);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }
 
@@ -101,8 +101,17 @@ TEST(LoaderTest, RejectsNonModules) {
   ExpectError(LoadBytes(junk).status(), StatusCode::kDataLoss, "file identifier is not 'OSPM'");
   // Right identifier, garbage root offset.
   std::vector<uint8_t> fake(64, 0xff);
-  memcpy(fake.data() + 4, "OSPM", 4);
+  uint32_t prefix = 60;
+  memcpy(fake.data(), &prefix, 4);
+  memcpy(fake.data() + 8, "OSPM", 4);
   ExpectError(LoadBytes(fake).status(), StatusCode::kDataLoss, "structural verification");
+}
+
+TEST(LoaderTest, RejectsTruncatedFile) {
+  auto file = ValidBuilder().Build();
+  ASSERT_TRUE(file.ok());
+  file->pop_back();
+  ExpectError(LoadBytes(*file).status(), StatusCode::kDataLoss, "module file is truncated");
 }
 
 TEST(LoaderTest, RejectsOtherFormatVersion) {
