@@ -254,7 +254,7 @@ Status CommandBuffer::Dispatch(Executable* executable, uint32_t ordinal,
     }
     DeviceSize offset = 0, length = 0;
     OSPREY_RETURN_IF_ERROR(ref.buffer->CalculateRange(ref.offset, ref.length, &offset, &length),
-                           "dispatch binding %u of export '%s'", i, info.name);
+                           "dispatch binding %u of export '%s'", unsigned(i), info.name);
     resolved[i] = {ref.buffer->allocated_buffer(), offset, length};
   }
   OSPREY_RETURN_IF_ERROR(Retain(executable));

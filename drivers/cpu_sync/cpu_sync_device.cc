@@ -112,7 +112,7 @@ StatusOr<ref_ptr<CpuSyncDevice>> CpuSyncDevice::Create(const CpuSyncDeviceOption
     OSPREY_RETURN_IF_ERROR(host_allocator->Allocate(options.local_memory_size, kDefaultAlignment,
                                                     &device->local_memory_),
                            "allocating %u bytes of workgroup local memory",
-                           options.local_memory_size);
+                           unsigned(options.local_memory_size));
   }
   return device;
 }

@@ -165,7 +165,7 @@ Status LibraryExecutable::Initialize(const osprey_executable_library_header_t* c
     ExportInfo* info = new (&exports_[i]) ExportInfo();
     const char* name = v1->exports.names ? v1->exports.names[i] : nullptr;
     if (!name || name[0] == '\0') {
-      snprintf(synthesized, kSynthesizedNameSize, "export_%u", i);
+      snprintf(synthesized, kSynthesizedNameSize, "export_%u", unsigned(i));
       name = synthesized;
       synthesized += kSynthesizedNameSize;
     }
