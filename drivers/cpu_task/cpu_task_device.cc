@@ -408,6 +408,24 @@ Status CpuTaskDevice::QueueExecute(const hal::SemaphoreList& wait,
         "submitting command buffer %zu of %zu", i, command_buffers.size());
   }
 
+  // A wait semaphore that already failed fails the submission now, so the
+  // signal semaphores carry the failure before QueueExecute returns.
+  for (size_t i = 0; i < wait.size(); ++i) {
+    auto current = wait.semaphores[i]->Query();
+    if (current.ok()) continue;
+    Status failure = std::move(current).status();
+    failure.Annotate("wait semaphore %zu of %zu failed before cpu-task submission", i,
+                     wait.size());
+    for (size_t j = 0; j < signal.size(); ++j) signal.semaphores[j]->Fail(failure.Clone());
+    if (signal.size() == 0) {
+      char text[512];
+      failure.ToString(text, sizeof(text));
+      OSPREY_LOG_WARNING("cpu-task submission failed with no semaphore to report it: %s", text);
+    }
+    failure.IgnoreError();
+    return OkStatus();
+  }
+
   OSPREY_ASSIGN_OR_RETURN(task::Submission * submission, executor_->AcquireSubmission());
   QueueWork* work = nullptr;
   Status status = BuildSubmission(submission, executor_->worker_count(), wait, command_buffers,

@@ -393,9 +393,15 @@ void Executor::RunTask(Task* task, Worker* worker) {
     case TaskType::kBarrier:
       Retire(task, worker);
       return;
-    case TaskType::kWait:
-      ArmWait(static_cast<WaitTask*>(task), worker);
+    case TaskType::kWait: {
+      auto* wait = static_cast<WaitTask*>(task);
+      if (wait->state_.load(std::memory_order_acquire) == WaitTask::kResolved) {
+        Retire(task, worker);  // Queued by ResolveWait().
+      } else {
+        ArmWait(wait, worker);
+      }
       return;
+    }
     case TaskType::kDispatch: {
       auto* dispatch = static_cast<DispatchTask*>(task);
       uint32_t shards = dispatch->shard_count_;
@@ -499,8 +505,14 @@ void ResolveWait(WaitTask* token, Status status) {
     if (!status.ok()) {
       submission->Fail(std::move(status).Annotate("waiting for '%s'", token->source_.name));
     }
-    // The source's pin keeps the submission alive across the retirement.
-    executor->Retire(token, nullptr);
+    // A worker retires the wait. Retiring here could complete the
+    // submission, whose completion may signal the next wait, and so on:
+    // unbounded recursion on the resolving thread.
+    executor->PushToQueue(
+        &executor->workers_[executor->round_robin_.fetch_add(1, std::memory_order_relaxed) %
+                            executor->worker_count_],
+        token);
+    executor->WakeWorkers(1);
   }
   status.IgnoreError();
   executor->ReleasePending(submission);
