@@ -214,7 +214,7 @@ Status NpuExecutor::OnDispatch(const hal::local::DispatchCommand& command) {
     OSPREY_ASSIGN_OR_RETURN(windows, scratch.NewArray<sim::MemoryWindow>(count));
     OSPREY_ASSIGN_OR_RETURN(addresses, scratch.NewArray<uint32_t>(count));
   }
-  for (uint32_t i = 0; i < count; ++i) {
+  for (unsigned i = 0; i < count; ++i) {
     const hal::BufferRef& ref = command.bindings[i];
     const bool written = (view.binding_write_mask >> i) & 1u;
     const bool readable =

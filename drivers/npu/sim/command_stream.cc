@@ -123,7 +123,7 @@ Status BlobView::Parse(std::span<const uint8_t> data, BlobView* out_view) {
   p += relocs_bytes;
   view.strings_ = reinterpret_cast<const char*>(p);
 
-  for (uint32_t i = 0; i < header->export_count; ++i) {
+  for (unsigned i = 0; i < header->export_count; ++i) {
     const npu_export_t& e = view.exports_[i];
     if (e.name_offset >= header->string_bytes ||
         std::memchr(view.strings_ + e.name_offset, 0, header->string_bytes - e.name_offset) ==

@@ -262,7 +262,7 @@ struct Simulator::Run {
     uint8_t space;
     uint64_t begin;
     uint64_t end;
-    uint32_t instruction;
+    unsigned instruction;
   };
 
   Simulator* sim;
@@ -270,10 +270,11 @@ struct Simulator::Run {
   Counters counters;
   Fault* fault;
   uint32_t regs[NPU_REG_COUNT];
-  uint32_t index = 0;  // Instruction index.
-  uint32_t word = 0;   // Word offset of the current instruction.
-  uint32_t opcode = 0;
-  uint32_t flags = 0;
+  // unsigned (not uint32_t) so printf formats match on every target.
+  unsigned index = 0;  // Instruction index.
+  unsigned word = 0;   // Word offset of the current instruction.
+  unsigned opcode = 0;
+  unsigned flags = 0;
   uint64_t dma_free = 0;
   uint64_t compute_free = 0;
   Range dma_pending[kMaxOutstandingDma];
@@ -282,7 +283,7 @@ struct Simulator::Run {
   uint32_t compute_pending_count = 0;
 
   int32_t S(npu_register_t r) const { return static_cast<int32_t>(regs[r]); }
-  uint32_t U(npu_register_t r) const { return regs[r]; }
+  unsigned U(npu_register_t r) const { return regs[r]; }
 
   // Records a fault; always returns false so callers can `return Fail(...)`.
   bool Fail(FaultKind kind, const char* format, ...) OSPREY_PRINTF_FORMAT(3, 4) {
@@ -349,7 +350,7 @@ struct Simulator::Run {
     compute_pending[compute_pending_count++] = {kSram, addr, addr + bytes, index};
   }
 
-  bool CheckFlags(uint32_t allowed) {
+  bool CheckFlags(unsigned allowed) {
     if ((flags & ~allowed) != 0) {
       return Fail(FaultKind::kMalformedStream, "unknown flags 0x%02x (allowed 0x%02x)", flags,
                   allowed);
@@ -368,7 +369,7 @@ struct Simulator::Run {
     }
   }
 
-  bool SetReg(uint32_t reg, uint32_t value);
+  bool SetReg(unsigned reg, uint32_t value);
   bool Step(std::span<const uint32_t> words, uint32_t* pc, bool* done);
   bool ConvLike();
   bool MatMul();
@@ -377,7 +378,7 @@ struct Simulator::Run {
   bool Dma(bool read);
 };
 
-bool Simulator::Run::SetReg(uint32_t reg, uint32_t value) {
+bool Simulator::Run::SetReg(unsigned reg, uint32_t value) {
   if (reg >= NPU_REG_COUNT) {
     return Fail(FaultKind::kBadRegister, "register index %u does not exist (npu-v1 has %u)",
                 reg, static_cast<unsigned>(NPU_REG_COUNT));
@@ -743,7 +744,8 @@ bool Simulator::Run::Dma(bool read) {
     return Fail(FaultKind::kUnmappedAccess,
                 "%s [0x%08llx, 0x%08llx) runs past the end of mapping [0x%08x, 0x%08llx)",
                 OpcodeName(opcode), static_cast<unsigned long long>(sys_addr),
-                static_cast<unsigned long long>(sys_addr + sys_extent), window->device_address,
+                static_cast<unsigned long long>(sys_addr + sys_extent),
+                static_cast<unsigned>(window->device_address),
                 static_cast<unsigned long long>(window_end));
   }
   const uint8_t needed = read ? kWindowRead : kWindowWrite;
@@ -752,7 +754,7 @@ bool Simulator::Run::Dma(bool read) {
                 "%s [0x%08llx, 0x%08llx) through a %s mapping [0x%08x, 0x%08llx)",
                 OpcodeName(opcode), static_cast<unsigned long long>(sys_addr),
                 static_cast<unsigned long long>(sys_addr + sys_extent),
-                read ? "write-only" : "read-only", window->device_address,
+                read ? "write-only" : "read-only", static_cast<unsigned>(window->device_address),
                 static_cast<unsigned long long>(window_end));
   }
   if (!CheckHazard(space, loc_addr, loc_extent, /*from_compute=*/false,
@@ -761,7 +763,7 @@ bool Simulator::Run::Dma(bool read) {
   }
   if (read && dma_pending_count == kMaxOutstandingDma) {
     return Fail(FaultKind::kHazard, "more than %u DMA_READs without a SYNC",
-                kMaxOutstandingDma);
+                static_cast<unsigned>(kMaxOutstandingDma));
   }
   uint8_t* sys = window->host + (sys_addr - window->device_address);
   uint8_t* loc = Base(space) + loc_addr;
@@ -789,7 +791,7 @@ bool Simulator::Run::Step(std::span<const uint32_t> words, uint32_t* pc, bool* d
   const uint32_t w = words[*pc];
   opcode = NPU_WORD_OPCODE(w);
   flags = NPU_WORD_FLAGS(w);
-  const uint32_t operand = NPU_WORD_OPERAND(w);
+  const unsigned operand = NPU_WORD_OPERAND(w);
   *pc += 1;
   counters.instructions += 1;
   const OpKind kind = OpKindOf(opcode);
@@ -888,7 +890,8 @@ Status Simulator::Execute(std::span<const uint32_t> words, std::span<const Memor
     default: break;
   }
   return Status(code, "npu fault (%s) at instruction %u (word %u, %s): %s",
-                FaultKindName(f.kind), f.instruction_index, f.word_offset,
+                FaultKindName(f.kind), static_cast<unsigned>(f.instruction_index),
+                static_cast<unsigned>(f.word_offset),
                 OpcodeName(f.opcode), f.message);
 }
 
