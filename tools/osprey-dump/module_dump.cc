@@ -49,8 +49,9 @@ void AppendPreview(const uint8_t* data, size_t length, std::string* out) {
 }  // namespace
 
 bool IsModule(std::span<const uint8_t> data) {
-  // FlatBuffer file identifier at bytes 4..7.
-  return data.size() >= 8 && memcmp(data.data() + 4, vm::kModuleFileIdentifier, 4) == 0;
+  // Module files are size-prefixed FlatBuffers: a 4-byte size, the root
+  // table offset, then the file identifier at bytes 8..11.
+  return data.size() >= 12 && memcmp(data.data() + 8, vm::kModuleFileIdentifier, 4) == 0;
 }
 
 Status DumpModule(std::span<const uint8_t> data, std::string* out) {

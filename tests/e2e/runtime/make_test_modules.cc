@@ -349,11 +349,11 @@ Status Run(const std::string& elf_path, const std::string& format, const std::st
   // the first 60% of the file (FlatBuffer verification),
   std::vector<uint8_t> truncated(bytes.begin(), bytes.begin() + bytes.size() * 6 / 10);
   OSPREY_RETURN_IF_ERROR(WriteFile(out_dir + "/simple_add_truncated.osp", truncated));
-  // a root table offset pointing far outside the file (FlatBuffer
-  // verification),
+  // a root table offset (after the 4-byte size prefix) pointing far
+  // outside the file (FlatBuffer verification),
   std::vector<uint8_t> corrupt = bytes;
   const uint32_t bad_root = 0x7FFFFF00u;
-  std::memcpy(corrupt.data(), &bad_root, 4);
+  std::memcpy(corrupt.data() + 4, &bad_root, 4);
   OSPREY_RETURN_IF_ERROR(WriteFile(out_dir + "/simple_add_corrupt.osp", corrupt));
   // an invalid opcode (bytecode verifier),
   OSPREY_ASSIGN_OR_RETURN(auto bad_code, BuildBadBytecode(), "building bad_code");
