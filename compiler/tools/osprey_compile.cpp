@@ -3,6 +3,8 @@
 #include "compiler/graph/ir_text.h"
 #include "compiler/graph/passes/pass_manager.h"
 #include "compiler/import/onnx/importer.h"
+#include "compiler/structured/fusion.h"
+#include "compiler/structured/lower_graph.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -22,8 +24,9 @@ static cl::opt<std::string> targetCpu("target-cpu",
                                       cl::init(""));
 static cl::opt<std::string>
     outputFormat("output-format",
-                 cl::desc("osp (deployable module) or graph-ir (textual "
-                          "graph IR after the graph passes)"),
+                 cl::desc("osp (deployable module), graph-ir (textual "
+                          "graph IR after the graph passes) or structured "
+                          "(structured ops with fusion decisions)"),
                  cl::init("osp"));
 static cl::opt<bool> printIr("print-ir",
                              cl::desc("Print the final graph IR to stderr"));
@@ -66,10 +69,11 @@ int main(int argc, char **argv) {
         "unknown target '" + target + "' (expected host, x86_64, armv7em or "
                                       "riscv32)"));
   }
-  if (outputFormat != "osp" && outputFormat != "graph-ir") {
-    return fail(absl::InvalidArgumentError("unknown output format '" +
-                                           outputFormat +
-                                           "' (expected osp or graph-ir)"));
+  if (outputFormat != "osp" && outputFormat != "graph-ir" &&
+      outputFormat != "structured") {
+    return fail(absl::InvalidArgumentError(
+        "unknown output format '" + outputFormat +
+        "' (expected osp, graph-ir or structured)"));
   }
   auto imported = onnximport::importOnnxFile(inputFile);
   if (!imported.ok()) {
@@ -110,6 +114,24 @@ int main(int argc, char **argv) {
   }
   if (!dumpAfter.empty() || outputFormat == "graph-ir") {
     return writeIr(g);
+  }
+  auto program = structured::lowerToStructured(g);
+  if (!program.ok()) {
+    return fail(program.status());
+  }
+  if (absl::Status s = structured::fuseAndTile(*program); !s.ok()) {
+    return fail(s);
+  }
+  if (outputFormat == "structured") {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(outputFile, ec, llvm::sys::fs::OF_Text);
+    if (ec) {
+      llvm::errs() << "osprey-compile: error: cannot open '" << outputFile
+                   << "': " << ec.message() << "\n";
+      return 1;
+    }
+    structured::printProgram(*program, os);
+    return 0;
   }
   return fail(absl::UnimplementedError(
       "code generation for target '" + target + "' is not implemented yet"));

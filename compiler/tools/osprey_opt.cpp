@@ -2,6 +2,8 @@
 #include "compiler/graph/ir_text.h"
 #include "compiler/graph/passes/pass_manager.h"
 #include "compiler/graph/verifier.h"
+#include "compiler/structured/fusion.h"
+#include "compiler/structured/lower_graph.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -25,6 +27,13 @@ static cl::list<std::string>
 static cl::opt<bool> verifyEach("verify-each",
                                 cl::desc("Verify the IR after each pass"),
                                 cl::init(true));
+static cl::opt<bool>
+    lowerStructured("lower-to-structured",
+                    cl::desc("After the graph passes, lower to structured "
+                             "ops and print those instead"));
+static cl::opt<bool> fuse("fuse",
+                          cl::desc("Lower to structured ops and make fusion "
+                                   "and tiling decisions"));
 static cl::opt<bool> listPassesFlag("list-passes",
                                     cl::desc("List the available passes"));
 
@@ -72,6 +81,20 @@ int main(int argc, char **argv) {
     llvm::errs() << "osprey-opt: error: cannot open '" << outputFile
                  << "': " << ec.message() << "\n";
     return 1;
+  }
+  if (lowerStructured || fuse) {
+    auto program = osprey::compiler::structured::lowerToStructured(**graph);
+    if (!program.ok()) {
+      return fail(program.status());
+    }
+    if (fuse) {
+      if (absl::Status s = osprey::compiler::structured::fuseAndTile(*program);
+          !s.ok()) {
+        return fail(s);
+      }
+    }
+    osprey::compiler::structured::printProgram(*program, os);
+    return 0;
   }
   printGraph(**graph, os);
   return 0;

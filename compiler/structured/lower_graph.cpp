@@ -1,0 +1,897 @@
+// Lowers graph ops to structured ops.
+#include "compiler/structured/lower_graph.h"
+
+#include <cmath>
+#include <set>
+#include <unordered_map>
+
+#include "compiler/graph/op_registry.h"
+#include "compiler/graph/status.h"
+
+namespace osprey::compiler::structured {
+namespace {
+
+using graph::Op;
+using graph::Value;
+using SK = ScalarKind;
+
+class Lowering {
+public:
+  explicit Lowering(const graph::Graph &graph) : graph_(graph) {}
+
+  absl::StatusOr<StructuredProgram> run() {
+    program_.name = graph_.name();
+    for (Value *input : graph_.inputs()) {
+      COMPILER_ASSIGN_OR_RETURN(unsigned t, tensorFor(input));
+      program_.tensors[t].isInput = true;
+      program_.inputs.push_back(t);
+    }
+    for (const auto &op : graph_.ops()) {
+      COMPILER_RETURN_IF_ERROR(lowerOp(*op));
+    }
+    for (Value *output : graph_.outputs()) {
+      COMPILER_ASSIGN_OR_RETURN(unsigned t, tensorFor(output));
+      program_.tensors[t].isOutput = true;
+      program_.outputs.push_back(t);
+    }
+    return std::move(program_);
+  }
+
+private:
+  absl::StatusOr<unsigned> tensorFor(const Value *v) {
+    auto it = tensors_.find(v);
+    if (it != tensors_.end()) {
+      return it->second;
+    }
+    if (!v->type().hasStaticShape()) {
+      return absl::InvalidArgumentError(
+          "value '" + v->name() + "' has non-static type " + v->type().str() +
+          "; structured ops need static shapes");
+    }
+    return newTensor(v->name(), v->type(), v);
+  }
+
+  unsigned newTensor(std::string base, TensorType type,
+                     const Value *v = nullptr) {
+    std::string name;
+    for (char c : base) {
+      name += std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_';
+    }
+    if (name.empty()) {
+      name = "t";
+    }
+    std::string unique = name;
+    for (int i = 1; usedNames_.count(unique); ++i) {
+      unique = name + "_" + std::to_string(i);
+    }
+    usedNames_.insert(unique);
+    TensorInfo info;
+    info.name = unique;
+    info.type = std::move(type);
+    program_.tensors.push_back(std::move(info));
+    unsigned t = program_.tensors.size() - 1;
+    if (v) {
+      tensors_[v] = t;
+    }
+    return t;
+  }
+
+  // Map reading an operand of shape |in| broadcast (ONNX rules) against loop
+  // dims |out| (the first loops of a |numDims|-loop nest).
+  static AffineMap broadcastMap(llvm::ArrayRef<int64_t> in,
+                                llvm::ArrayRef<int64_t> out,
+                                unsigned numDims) {
+    AffineMap m;
+    m.numDims = numDims;
+    size_t offset = out.size() - in.size();
+    for (size_t j = 0; j < in.size(); ++j) {
+      if (in[j] == 1 && out[offset + j] != 1) {
+        m.results.push_back(AffineExpr::constantExpr(numDims, 0));
+      } else {
+        m.results.push_back(AffineExpr::dim(numDims, offset + j));
+      }
+    }
+    return m;
+  }
+
+  // Adds an all-parallel op over the shape of |result| whose inputs are
+  // broadcast against it.
+  absl::Status elementwise(const Op &op, const Value *result,
+                           std::vector<const Value *> inputs,
+                           ScalarBody body) {
+    StructuredOp s;
+    s.nodeName = op.nodeName();
+    const TensorType &type = result->type();
+    s.bounds = type.dims().vec();
+    s.iterators.assign(type.rank(), IteratorType::Parallel);
+    unsigned n = type.rank();
+    for (const Value *in : inputs) {
+      COMPILER_ASSIGN_OR_RETURN(unsigned t, tensorFor(in));
+      s.inputs.push_back({t, broadcastMap(in->type().dims(), type.dims(), n)});
+    }
+    COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(result));
+    s.output = {out, AffineMap::identity(n)};
+    s.body = std::move(body);
+    program_.ops.push_back(std::move(s));
+    return absl::OkStatus();
+  }
+
+  // Same as elementwise, producing a fresh intermediate tensor of |type|.
+  absl::StatusOr<unsigned> elementwiseTemp(const Op &op, TensorType type,
+                                           std::vector<unsigned> inputs,
+                                           ScalarBody body,
+                                           const std::string &suffix) {
+    StructuredOp s;
+    s.nodeName = op.nodeName();
+    s.bounds = type.dims().vec();
+    s.iterators.assign(type.rank(), IteratorType::Parallel);
+    unsigned n = type.rank();
+    for (unsigned t : inputs) {
+      s.inputs.push_back(
+          {t, broadcastMap(program_.tensors[t].type.dims(), type.dims(), n)});
+    }
+    unsigned out = newTensor(op.result()->name() + suffix, type);
+    s.output = {out, AffineMap::identity(n)};
+    s.body = std::move(body);
+    program_.ops.push_back(std::move(s));
+    return out;
+  }
+
+  // Reduces |input| over |axes| (keeping them as extent-1 dims when
+  // |keepDims|) with |combine| (Add or Max) starting at |init|. When
+  // |square| the body accumulates in0 * in0.
+  absl::StatusOr<unsigned> reduce(const Op &op, unsigned input,
+                                  std::vector<bool> reduced, bool keepDims,
+                                  SK combine, double init, bool square,
+                                  const std::string &suffix,
+                                  const Value *result = nullptr) {
+    const TensorType &in = program_.tensors[input].type;
+    unsigned n = in.rank();
+    StructuredOp s;
+    s.nodeName = op.nodeName();
+    s.bounds = in.dims().vec();
+    std::vector<int64_t> outDims;
+    AffineMap outMap;
+    outMap.numDims = n;
+    for (unsigned d = 0; d < n; ++d) {
+      s.iterators.push_back(reduced[d] ? IteratorType::Reduction
+                                       : IteratorType::Parallel);
+      if (!reduced[d]) {
+        outDims.push_back(in.dim(d));
+        outMap.results.push_back(AffineExpr::dim(n, d));
+      } else if (keepDims) {
+        outDims.push_back(1);
+        outMap.results.push_back(AffineExpr::constantExpr(n, 0));
+      }
+    }
+    s.inputs.push_back({input, AffineMap::identity(n)});
+    unsigned out;
+    if (result) {
+      COMPILER_ASSIGN_OR_RETURN(out, tensorFor(result));
+    } else {
+      out = newTensor(op.result()->name() + suffix,
+                      TensorType::ranked(in.elementType(), outDims));
+    }
+    s.output = {out, outMap};
+    s.init = init;
+    unsigned x = s.body.input(0);
+    if (square) {
+      x = s.body.binary(SK::Mul, x, x);
+    }
+    s.body.yield(s.body.binary(combine, s.body.output(), x));
+    program_.ops.push_back(std::move(s));
+    return out;
+  }
+
+  absl::Status view(const Op &op) {
+    StructuredOp s;
+    s.nodeName = op.nodeName();
+    s.isView = true;
+    COMPILER_ASSIGN_OR_RETURN(unsigned in, tensorFor(op.operand(0)));
+    COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
+    s.inputs.push_back({in, {}});
+    s.output = {out, {}};
+    program_.ops.push_back(std::move(s));
+    return absl::OkStatus();
+  }
+
+  static std::optional<ScalarBody> unaryBody(const Op &op) {
+    ScalarBody b;
+    unsigned x = b.input(0);
+    const std::string &k = op.kind();
+    auto c = [&](double v) { return b.constant(v); };
+    unsigned r;
+    if (k == "Relu") {
+      r = b.binary(SK::Max, x, c(0));
+    } else if (k == "LeakyRelu") {
+      r = b.select(b.binary(SK::CmpLt, x, c(0)),
+                   b.binary(SK::Mul, x, c(op.getFloat("alpha", 0.01))), x);
+    } else if (k == "Sigmoid") {
+      r = b.unary(SK::Sigmoid, x);
+    } else if (k == "HardSigmoid" || k == "HardSwish") {
+      double alpha = k == "HardSwish" ? 1.0 / 6 : op.getFloat("alpha", 0.2);
+      double beta = k == "HardSwish" ? 0.5 : op.getFloat("beta", 0.5);
+      unsigned lin = b.binary(SK::Add, b.binary(SK::Mul, x, c(alpha)), c(beta));
+      r = b.binary(SK::Max, b.binary(SK::Min, lin, c(1)), c(0));
+      if (k == "HardSwish") {
+        r = b.binary(SK::Mul, x, r);
+      }
+    } else if (k == "Gelu") {
+      if (op.getString("approximate", "none") == "tanh") {
+        unsigned cube = b.binary(SK::Mul, b.binary(SK::Mul, x, x), x);
+        unsigned inner = b.binary(
+            SK::Mul, c(std::sqrt(2.0 / M_PI)),
+            b.binary(SK::Add, x, b.binary(SK::Mul, c(0.044715), cube)));
+        r = b.binary(SK::Mul, b.binary(SK::Mul, c(0.5), x),
+                     b.binary(SK::Add, c(1), b.unary(SK::Tanh, inner)));
+      } else {
+        unsigned e = b.unary(SK::Erf, b.binary(SK::Mul, x, c(M_SQRT1_2)));
+        r = b.binary(SK::Mul, b.binary(SK::Mul, c(0.5), x),
+                     b.binary(SK::Add, c(1), e));
+      }
+    } else if (k == "Tanh") {
+      r = b.unary(SK::Tanh, x);
+    } else if (k == "Erf") {
+      r = b.unary(SK::Erf, x);
+    } else if (k == "Sqrt") {
+      r = b.unary(SK::Sqrt, x);
+    } else if (k == "Reciprocal") {
+      r = b.unary(SK::Recip, x);
+    } else if (k == "Exp") {
+      r = b.unary(SK::Exp, x);
+    } else if (k == "Log") {
+      r = b.unary(SK::Log, x);
+    } else if (k == "Abs") {
+      r = b.unary(SK::Abs, x);
+    } else if (k == "Neg") {
+      r = b.unary(SK::Neg, x);
+    } else if (k == "Cast") {
+      r = b.cast(x, op.result()->type().elementType());
+    } else {
+      return std::nullopt;
+    }
+    b.yield(r);
+    return b;
+  }
+
+  static std::optional<SK> binaryKind(const std::string &k) {
+    if (k == "Add") return SK::Add;
+    if (k == "Sub") return SK::Sub;
+    if (k == "Mul") return SK::Mul;
+    if (k == "Div") return SK::Div;
+    if (k == "Pow") return SK::Pow;
+    if (k == "Equal") return SK::CmpEq;
+    if (k == "Less") return SK::CmpLt;
+    if (k == "Greater") return SK::CmpGt;
+    return std::nullopt;
+  }
+
+  absl::Status unimplemented(const Op &op) {
+    return absl::UnimplementedError(
+        op.describe() + ": lowering to structured ops is not implemented yet");
+  }
+
+  absl::Status lowerOp(const Op &op) {
+    const std::string &k = op.kind();
+    for (Value *result : op.results()) {
+      if (!result->type().hasStaticShape()) {
+        return op.emitError("result type " + result->type().str() +
+                            " is not static; structured ops need static "
+                            "shapes");
+      }
+    }
+    if (k == "Constant") {
+      COMPILER_ASSIGN_OR_RETURN(unsigned t, tensorFor(op.result()));
+      program_.tensors[t].constant = op.value();
+      return absl::OkStatus();
+    }
+    if (k == "Reshape" || k == "Flatten" || k == "Squeeze" ||
+        k == "Unsqueeze" || k == "Identity") {
+      return view(op);
+    }
+    if (auto body = unaryBody(op)) {
+      return elementwise(op, op.result(), {op.operand(0)}, std::move(*body));
+    }
+    if (auto kind = binaryKind(k)) {
+      ScalarBody b;
+      b.yield(b.binary(*kind, b.input(0), b.input(1)));
+      return elementwise(op, op.result(), {op.operand(0), op.operand(1)},
+                         std::move(b));
+    }
+    if (k == "Where") {
+      ScalarBody b;
+      b.yield(b.select(b.input(0), b.input(1), b.input(2)));
+      return elementwise(op, op.result(),
+                         {op.operand(0), op.operand(1), op.operand(2)},
+                         std::move(b));
+    }
+    if (k == "Clip") {
+      ScalarBody b;
+      unsigned r = b.input(0);
+      std::vector<const Value *> ins = {op.operand(0)};
+      if (op.operand(1)) {
+        ins.push_back(op.operand(1));
+        r = b.binary(SK::Max, r, b.input(ins.size() - 1));
+      }
+      if (op.operand(2)) {
+        ins.push_back(op.operand(2));
+        r = b.binary(SK::Min, r, b.input(ins.size() - 1));
+      }
+      b.yield(r);
+      return elementwise(op, op.result(), ins, std::move(b));
+    }
+    if (k == "Expand") {
+      ScalarBody b;
+      b.yield(b.input(0));
+      return elementwise(op, op.result(), {op.operand(0)}, std::move(b));
+    }
+    if (k == "BatchNormalization") {
+      // y = (x - mean) * gamma * rsqrt(var + eps) + beta, per channel (dim 1).
+      ScalarBody b;
+      unsigned x = b.input(0), gamma = b.input(1), beta = b.input(2),
+               mean = b.input(3), var = b.input(4);
+      unsigned inv = b.unary(
+          SK::Rsqrt,
+          b.binary(SK::Add, var, b.constant(op.getFloat("epsilon", 1e-5))));
+      b.yield(b.binary(
+          SK::Add,
+          b.binary(SK::Mul, b.binary(SK::Sub, x, mean),
+                   b.binary(SK::Mul, gamma, inv)),
+          beta));
+      StructuredOp s;
+      s.nodeName = op.nodeName();
+      const TensorType &t = op.result()->type();
+      unsigned n = t.rank();
+      s.bounds = t.dims().vec();
+      s.iterators.assign(n, IteratorType::Parallel);
+      COMPILER_ASSIGN_OR_RETURN(unsigned xt, tensorFor(op.operand(0)));
+      s.inputs.push_back({xt, AffineMap::identity(n)});
+      for (unsigned i = 1; i < 5; ++i) {
+        COMPILER_ASSIGN_OR_RETURN(unsigned pt, tensorFor(op.operand(i)));
+        AffineMap channel;
+        channel.numDims = n;
+        channel.results.push_back(AffineExpr::dim(n, 1));
+        s.inputs.push_back({pt, channel});
+      }
+      COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
+      s.output = {out, AffineMap::identity(n)};
+      s.body = std::move(b);
+      program_.ops.push_back(std::move(s));
+      return absl::OkStatus();
+    }
+    if (k == "Transpose") {
+      const TensorType &in = op.operand(0)->type();
+      graph::IntList perm = op.getIntList("perm");
+      if (perm.empty()) {
+        for (int64_t i = in.rank() - 1; i >= 0; --i) {
+          perm.push_back(i);
+        }
+      }
+      unsigned n = in.rank();
+      StructuredOp s;
+      s.nodeName = op.nodeName();
+      s.bounds = op.result()->type().dims().vec();
+      s.iterators.assign(n, IteratorType::Parallel);
+      AffineMap m;
+      m.numDims = n;
+      m.results.resize(n);
+      for (unsigned i = 0; i < n; ++i) {
+        m.results[perm[i]] = AffineExpr::dim(n, i);
+      }
+      COMPILER_ASSIGN_OR_RETURN(unsigned it, tensorFor(op.operand(0)));
+      COMPILER_ASSIGN_OR_RETURN(unsigned ot, tensorFor(op.result()));
+      s.inputs.push_back({it, m});
+      s.output = {ot, AffineMap::identity(n)};
+      s.body.yield(s.body.input(0));
+      program_.ops.push_back(std::move(s));
+      return absl::OkStatus();
+    }
+    if (k == "Slice" || k == "Pad") {
+      return lowerSliceOrPad(op);
+    }
+    if (k == "MatMul" || k == "Gemm") {
+      return lowerMatmul(op);
+    }
+    if (k == "Conv" || k == "MaxPool" || k == "AveragePool") {
+      return lowerWindow(op);
+    }
+    if (k == "GlobalAveragePool") {
+      const TensorType &in = op.operand(0)->type();
+      std::vector<bool> reduced(in.rank(), true);
+      reduced[0] = reduced[1] = false;
+      COMPILER_ASSIGN_OR_RETURN(unsigned x, tensorFor(op.operand(0)));
+      COMPILER_ASSIGN_OR_RETURN(
+          unsigned sum, reduce(op, x, reduced, true, SK::Add, 0, false, "_sum"));
+      int64_t count = in.numElements() / (in.dim(0) * in.dim(1));
+      return scaleInto(op, sum, 1.0 / count);
+    }
+    if (k == "ReduceSum" || k == "ReduceMax" || k == "ReduceMean") {
+      const TensorType &in = op.operand(0)->type();
+      std::vector<bool> reduced(in.rank(), false);
+      std::vector<int64_t> axes;
+      if (op.operand(1)) {
+        auto a = graph::getConstantInts(op.operand(1));
+        if (!a) {
+          return op.emitError("axes must be a constant");
+        }
+        axes = *a;
+      }
+      if (axes.empty() && op.getInt("noop_with_empty_axes", 0)) {
+        ScalarBody b;
+        b.yield(b.input(0));
+        return elementwise(op, op.result(), {op.operand(0)}, std::move(b));
+      }
+      for (int64_t a : axes) {
+        reduced[a < 0 ? a + in.rank() : a] = true;
+      }
+      if (axes.empty()) {
+        reduced.assign(in.rank(), true);
+      }
+      bool keep = op.getInt("keepdims", 1) != 0;
+      COMPILER_ASSIGN_OR_RETURN(unsigned x, tensorFor(op.operand(0)));
+      if (k == "ReduceMean") {
+        COMPILER_ASSIGN_OR_RETURN(
+            unsigned sum, reduce(op, x, reduced, keep, SK::Add, 0, false, "_sum"));
+        int64_t count = in.numElements() / std::max<int64_t>(
+                                               1, op.result()->type().numElements());
+        return scaleInto(op, sum, 1.0 / count);
+      }
+      bool isMax = k == "ReduceMax";
+      return reduce(op, x, reduced, keep, isMax ? SK::Max : SK::Add,
+                    isMax ? -INFINITY : 0.0, false, "", op.result())
+          .status();
+    }
+    if (k == "Softmax") {
+      return lowerSoftmax(op);
+    }
+    if (k == "LayerNormalization") {
+      return lowerLayerNorm(op);
+    }
+    return unimplemented(op);
+  }
+
+  // result = tensor * factor, written to the op's result.
+  absl::Status scaleInto(const Op &op, unsigned tensor, double factor) {
+    StructuredOp s;
+    s.nodeName = op.nodeName();
+    const TensorType &t = op.result()->type();
+    unsigned n = t.rank();
+    s.bounds = t.dims().vec();
+    s.iterators.assign(n, IteratorType::Parallel);
+    // The reduced temporary has the result's shape; read it directly.
+    s.inputs.push_back({tensor, AffineMap::identity(n)});
+    if (program_.tensors[tensor].type.rank() != t.rank()) {
+      s.inputs.back().map = broadcastMap(program_.tensors[tensor].type.dims(),
+                                         t.dims(), n);
+    }
+    COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
+    s.output = {out, AffineMap::identity(n)};
+    s.body.yield(s.body.binary(SK::Mul, s.body.input(0), s.body.constant(factor)));
+    program_.ops.push_back(std::move(s));
+    return absl::OkStatus();
+  }
+
+  absl::Status lowerSoftmax(const Op &op) {
+    const TensorType &t = op.result()->type();
+    int64_t axis = op.getInt("axis", -1);
+    axis = axis < 0 ? axis + t.rank() : axis;
+    std::vector<bool> reduced(t.rank(), false);
+    reduced[axis] = true;
+    COMPILER_ASSIGN_OR_RETURN(unsigned x, tensorFor(op.operand(0)));
+    COMPILER_ASSIGN_OR_RETURN(
+        unsigned mx, reduce(op, x, reduced, true, SK::Max, -INFINITY, false, "_max"));
+    ScalarBody eb;
+    eb.yield(eb.unary(SK::Exp, eb.binary(SK::Sub, eb.input(0), eb.input(1))));
+    COMPILER_ASSIGN_OR_RETURN(unsigned e,
+                              elementwiseTemp(op, t, {x, mx}, std::move(eb), "_exp"));
+    COMPILER_ASSIGN_OR_RETURN(
+        unsigned sum, reduce(op, e, reduced, true, SK::Add, 0, false, "_sum"));
+    ScalarBody db;
+    db.yield(db.binary(SK::Div, db.input(0), db.input(1)));
+    StructuredOp s;
+    s.nodeName = op.nodeName();
+    unsigned n = t.rank();
+    s.bounds = t.dims().vec();
+    s.iterators.assign(n, IteratorType::Parallel);
+    s.inputs.push_back({e, AffineMap::identity(n)});
+    s.inputs.push_back(
+        {sum, broadcastMap(program_.tensors[sum].type.dims(), t.dims(), n)});
+    COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
+    s.output = {out, AffineMap::identity(n)};
+    s.body = std::move(db);
+    program_.ops.push_back(std::move(s));
+    return absl::OkStatus();
+  }
+
+  absl::Status lowerLayerNorm(const Op &op) {
+    const TensorType &t = op.result()->type();
+    int64_t axis = op.getInt("axis", -1);
+    axis = axis < 0 ? axis + t.rank() : axis;
+    std::vector<bool> reduced(t.rank(), false);
+    int64_t count = 1;
+    for (int64_t d = axis; d < t.rank(); ++d) {
+      reduced[d] = true;
+      count *= t.dim(d);
+    }
+    COMPILER_ASSIGN_OR_RETURN(unsigned x, tensorFor(op.operand(0)));
+    COMPILER_ASSIGN_OR_RETURN(
+        unsigned sum, reduce(op, x, reduced, true, SK::Add, 0, false, "_sum"));
+    // d = x - sum / N
+    ScalarBody cb;
+    cb.yield(cb.binary(SK::Sub, cb.input(0),
+                       cb.binary(SK::Mul, cb.input(1), cb.constant(1.0 / count))));
+    COMPILER_ASSIGN_OR_RETURN(unsigned centered,
+                              elementwiseTemp(op, t, {x, sum}, std::move(cb), "_centered"));
+    COMPILER_ASSIGN_OR_RETURN(unsigned sq, reduce(op, centered, reduced, true,
+                                                  SK::Add, 0, true, "_sqsum"));
+    // y = d * rsqrt(sq / N + eps) * scale + bias
+    ScalarBody nb;
+    unsigned inv = nb.unary(
+        SK::Rsqrt,
+        nb.binary(SK::Add, nb.binary(SK::Mul, nb.input(1), nb.constant(1.0 / count)),
+                  nb.constant(op.getFloat("epsilon", 1e-5))));
+    unsigned y = nb.binary(SK::Mul, nb.binary(SK::Mul, nb.input(0), inv),
+                           nb.input(2));
+    std::vector<const Value *> extra = {op.operand(1)};
+    if (op.operand(2)) {
+      y = nb.binary(SK::Add, y, nb.input(3));
+      extra.push_back(op.operand(2));
+    }
+    nb.yield(y);
+    StructuredOp s;
+    s.nodeName = op.nodeName();
+    unsigned n = t.rank();
+    s.bounds = t.dims().vec();
+    s.iterators.assign(n, IteratorType::Parallel);
+    s.inputs.push_back({centered, AffineMap::identity(n)});
+    s.inputs.push_back(
+        {sq, broadcastMap(program_.tensors[sq].type.dims(), t.dims(), n)});
+    for (const Value *v : extra) {
+      COMPILER_ASSIGN_OR_RETURN(unsigned vt, tensorFor(v));
+      s.inputs.push_back({vt, broadcastMap(v->type().dims(), t.dims(), n)});
+    }
+    COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
+    s.output = {out, AffineMap::identity(n)};
+    s.body = std::move(nb);
+    program_.ops.push_back(std::move(s));
+    return absl::OkStatus();
+  }
+
+  absl::Status lowerSliceOrPad(const Op &op) {
+    const TensorType &in = op.operand(0)->type();
+    const TensorType &t = op.result()->type();
+    unsigned n = t.rank();
+    StructuredOp s;
+    s.nodeName = op.nodeName();
+    s.bounds = t.dims().vec();
+    s.iterators.assign(n, IteratorType::Parallel);
+    AffineMap m = AffineMap::identity(n);
+    COMPILER_ASSIGN_OR_RETURN(unsigned it, tensorFor(op.operand(0)));
+    OperandAccess access{it, {}};
+    if (op.kind() == "Slice") {
+      auto starts = graph::getConstantInts(op.operand(1));
+      std::optional<std::vector<int64_t>> axes, steps;
+      if (op.operand(3)) {
+        axes = graph::getConstantInts(op.operand(3));
+      }
+      if (op.operand(4)) {
+        steps = graph::getConstantInts(op.operand(4));
+      }
+      if (!starts || (op.operand(3) && !axes) || (op.operand(4) && !steps)) {
+        return op.emitError("starts, axes and steps must be constants");
+      }
+      for (size_t i = 0; i < starts->size(); ++i) {
+        int64_t axis = axes ? (*axes)[i] : int64_t(i);
+        axis = axis < 0 ? axis + n : axis;
+        int64_t step = steps ? (*steps)[i] : 1;
+        int64_t d = in.dim(axis);
+        int64_t b = (*starts)[i];
+        b = b < 0 ? b + d : b;
+        b = step > 0 ? std::clamp<int64_t>(b, 0, d)
+                     : std::clamp<int64_t>(b, 0, d - 1);
+        m.results[axis] = AffineExpr::dim(n, axis, step);
+        m.results[axis].constant = b;
+      }
+    } else {
+      if (op.getString("mode", "constant") != "constant") {
+        return absl::UnimplementedError(
+            op.describe() + ": only constant-mode Pad lowers to structured ops");
+      }
+      auto pads = graph::getConstantInts(op.operand(1));
+      if (!pads || op.operand(3)) {
+        return absl::UnimplementedError(
+            op.describe() + ": Pad needs constant pads and no axes operand");
+      }
+      double value = 0;
+      if (op.operand(2)) {
+        auto v = graph::getConstantFloats(op.operand(2));
+        if (!v || v->size() != 1) {
+          return op.emitError("constant_value must be a constant scalar");
+        }
+        value = (*v)[0];
+      }
+      for (unsigned d = 0; d < n; ++d) {
+        if ((*pads)[d] < 0 || (*pads)[d + n] < 0) {
+          return absl::UnimplementedError(
+              op.describe() + ": negative pads do not lower yet");
+        }
+        m.results[d].constant = -(*pads)[d];
+      }
+      access.padValue = value;
+    }
+    access.map = m;
+    s.inputs.push_back(access);
+    COMPILER_ASSIGN_OR_RETURN(unsigned ot, tensorFor(op.result()));
+    s.output = {ot, AffineMap::identity(n)};
+    s.body.yield(s.body.input(0));
+    program_.ops.push_back(std::move(s));
+    return absl::OkStatus();
+  }
+
+  absl::Status lowerMatmul(const Op &op) {
+    bool gemm = op.kind() == "Gemm";
+    const Value *a = op.operand(0), *b = op.operand(1);
+    const TensorType &at = a->type(), &bt = b->type();
+    const TensorType &t = op.result()->type();
+    if (at.rank() < 2 || bt.rank() < 2) {
+      return absl::UnimplementedError(
+          op.describe() + ": matrix-vector products do not lower yet");
+    }
+    // Loops: output dims (batch..., m, n) then k.
+    unsigned rank = t.rank();
+    unsigned n = rank + 1, kDim = rank;
+    StructuredOp s;
+    s.nodeName = op.nodeName();
+    s.bounds = t.dims().vec();
+    bool transA = gemm && op.getInt("transA", 0);
+    bool transB = gemm && op.getInt("transB", 0);
+    s.bounds.push_back(at.dim(transA ? at.rank() - 2 : at.rank() - 1));
+    s.iterators.assign(rank, IteratorType::Parallel);
+    s.iterators.push_back(IteratorType::Reduction);
+    auto operandMap = [&](const TensorType &ot, bool trans, bool isA) {
+      // Batch dims broadcast against the output batch dims.
+      std::vector<int64_t> batchOut(t.dims().begin(), t.dims().end() - 2);
+      std::vector<int64_t> batchIn(ot.dims().begin(), ot.dims().end() - 2);
+      AffineMap m = broadcastMap(batchIn, batchOut, n);
+      unsigned row = isA ? rank - 2 : kDim;
+      unsigned col = isA ? kDim : rank - 1;
+      if (trans) {
+        std::swap(row, col);
+      }
+      m.results.push_back(AffineExpr::dim(n, row));
+      m.results.push_back(AffineExpr::dim(n, col));
+      return m;
+    };
+    COMPILER_ASSIGN_OR_RETURN(unsigned ta, tensorFor(a));
+    COMPILER_ASSIGN_OR_RETURN(unsigned tb, tensorFor(b));
+    s.inputs.push_back({ta, operandMap(at, transA, true)});
+    s.inputs.push_back({tb, operandMap(bt, transB, false)});
+    AffineMap outMap;
+    outMap.numDims = n;
+    for (unsigned d = 0; d < rank; ++d) {
+      outMap.results.push_back(AffineExpr::dim(n, d));
+    }
+    s.init = 0.0;
+    s.body.yield(s.body.binary(
+        SK::Add, s.body.output(),
+        s.body.binary(SK::Mul, s.body.input(0), s.body.input(1))));
+    double alpha = gemm ? op.getFloat("alpha", 1.0) : 1.0;
+    double beta = gemm ? op.getFloat("beta", 1.0) : 1.0;
+    const Value *c = gemm ? op.operand(2) : nullptr;
+    bool epilogue = alpha != 1.0 || c;
+    unsigned acc;
+    if (epilogue) {
+      acc = newTensor(op.result()->name() + "_acc", t);
+    } else {
+      COMPILER_ASSIGN_OR_RETURN(acc, tensorFor(op.result()));
+    }
+    s.output = {acc, outMap};
+    program_.ops.push_back(std::move(s));
+    if (!epilogue) {
+      return absl::OkStatus();
+    }
+    // y = alpha * acc + beta * C as a separate elementwise op; fusion puts it
+    // back into the contraction's dispatch as an epilogue.
+    ScalarBody eb;
+    unsigned y = eb.input(0);
+    if (alpha != 1.0) {
+      y = eb.binary(SK::Mul, y, eb.constant(alpha));
+    }
+    std::vector<unsigned> ins = {acc};
+    if (c) {
+      unsigned cv = eb.input(1);
+      if (beta != 1.0) {
+        cv = eb.binary(SK::Mul, cv, eb.constant(beta));
+      }
+      y = eb.binary(SK::Add, y, cv);
+      COMPILER_ASSIGN_OR_RETURN(unsigned ct, tensorFor(c));
+      ins.push_back(ct);
+    }
+    eb.yield(y);
+    StructuredOp e;
+    e.nodeName = op.nodeName();
+    e.bounds = t.dims().vec();
+    e.iterators.assign(rank, IteratorType::Parallel);
+    for (unsigned tensor : ins) {
+      e.inputs.push_back({tensor, broadcastMap(program_.tensors[tensor].type.dims(),
+                                               t.dims(), rank)});
+    }
+    COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
+    e.output = {out, AffineMap::identity(rank)};
+    e.body = std::move(eb);
+    program_.ops.push_back(std::move(e));
+    return absl::OkStatus();
+  }
+
+  // Conv, MaxPool and AveragePool: windowed reads with padding.
+  absl::Status lowerWindow(const Op &op) {
+    const std::string &k = op.kind();
+    bool conv = k == "Conv";
+    const TensorType &x = op.operand(0)->type();
+    const TensorType &t = op.result()->type();
+    if (op.hasAttr("auto_pad") && op.getString("auto_pad", "NOTSET") != "NOTSET") {
+      return absl::UnimplementedError(
+          op.describe() + ": auto_pad must be resolved before lowering");
+    }
+    unsigned spatial = x.rank() - 2;
+    graph::IntList kernel = op.getIntList("kernel_shape");
+    int64_t group = conv ? op.getInt("group", 1) : 1;
+    if (conv) {
+      const TensorType &w = op.operand(1)->type();
+      kernel.assign(w.dims().begin() + 2, w.dims().end());
+    }
+    graph::IntList strides = op.getIntList("strides", graph::IntList(spatial, 1));
+    graph::IntList dilations =
+        op.getIntList("dilations", graph::IntList(spatial, 1));
+    graph::IntList pads = op.getIntList("pads", graph::IntList(2 * spatial, 0));
+    bool padded = false;
+    for (int64_t p : pads) {
+      padded |= p != 0;
+    }
+    if (k == "AveragePool" && padded && !op.getInt("count_include_pad", 0)) {
+      return absl::UnimplementedError(
+          op.describe() +
+          ": AveragePool excluding padding from the count does not lower yet");
+    }
+    // Loops: n, [g], m (or c), out spatial..., [c per group], kernel spatial...
+    bool grouped = group > 1;
+    std::vector<int64_t> bounds = {t.dim(0)};
+    if (grouped) {
+      bounds.push_back(group);
+    }
+    int64_t mPerGroup = t.dim(1) / group;
+    bounds.push_back(mPerGroup);
+    unsigned gDim = 1, mDim = grouped ? 2 : 1;
+    unsigned outSpatial = bounds.size();
+    for (unsigned i = 0; i < spatial; ++i) {
+      bounds.push_back(t.dim(2 + i));
+    }
+    unsigned cDim = bounds.size();
+    int64_t cPerGroup = x.dim(1) / group;
+    if (conv) {
+      bounds.push_back(cPerGroup);
+    }
+    unsigned kSpatial = bounds.size();
+    for (unsigned i = 0; i < spatial; ++i) {
+      bounds.push_back(kernel[i]);
+    }
+    unsigned n = bounds.size();
+    StructuredOp s;
+    s.nodeName = op.nodeName();
+    s.bounds = bounds;
+    s.iterators.assign(n, IteratorType::Parallel);
+    for (unsigned d = conv ? cDim : kSpatial; d < n; ++d) {
+      s.iterators[d] = IteratorType::Reduction;
+    }
+    auto channelExpr = [&](unsigned perGroupDim, int64_t perGroup) {
+      AffineExpr e = AffineExpr::dim(n, perGroupDim);
+      if (grouped) {
+        e.coeffs[gDim] = perGroup;
+      }
+      return e;
+    };
+    AffineMap xMap;
+    xMap.numDims = n;
+    xMap.results.push_back(AffineExpr::dim(n, 0));
+    xMap.results.push_back(conv ? channelExpr(cDim, cPerGroup)
+                                : AffineExpr::dim(n, mDim));
+    for (unsigned i = 0; i < spatial; ++i) {
+      AffineExpr e = AffineExpr::dim(n, outSpatial + i, strides[i]);
+      e.coeffs[kSpatial + i] = dilations[i];
+      e.constant = -pads[i];
+      xMap.results.push_back(e);
+    }
+    COMPILER_ASSIGN_OR_RETURN(unsigned xt, tensorFor(op.operand(0)));
+    OperandAccess xAccess{xt, xMap};
+    if (padded) {
+      xAccess.padValue = k == "MaxPool" ? -INFINITY : 0.0;
+    }
+    s.inputs.push_back(xAccess);
+    if (conv) {
+      AffineMap wMap;
+      wMap.numDims = n;
+      wMap.results.push_back(channelExpr(mDim, mPerGroup));
+      wMap.results.push_back(AffineExpr::dim(n, cDim));
+      for (unsigned i = 0; i < spatial; ++i) {
+        wMap.results.push_back(AffineExpr::dim(n, kSpatial + i));
+      }
+      COMPILER_ASSIGN_OR_RETURN(unsigned wt, tensorFor(op.operand(1)));
+      s.inputs.push_back({wt, wMap});
+    }
+    AffineMap outMap;
+    outMap.numDims = n;
+    outMap.results.push_back(AffineExpr::dim(n, 0));
+    outMap.results.push_back(channelExpr(mDim, mPerGroup));
+    for (unsigned i = 0; i < spatial; ++i) {
+      outMap.results.push_back(AffineExpr::dim(n, outSpatial + i));
+    }
+    if (k == "MaxPool") {
+      s.init = -INFINITY;
+      s.body.yield(s.body.binary(SK::Max, s.body.output(), s.body.input(0)));
+    } else if (k == "AveragePool") {
+      s.init = 0.0;
+      s.body.yield(s.body.binary(SK::Add, s.body.output(), s.body.input(0)));
+    } else {
+      s.init = 0.0;
+      s.body.yield(s.body.binary(
+          SK::Add, s.body.output(),
+          s.body.binary(SK::Mul, s.body.input(0), s.body.input(1))));
+    }
+    const Value *bias = conv ? op.operand(2) : nullptr;
+    bool needsEpilogue = bias || k == "AveragePool";
+    unsigned acc;
+    if (needsEpilogue) {
+      acc = newTensor(op.result()->name() + "_acc", t);
+    } else {
+      COMPILER_ASSIGN_OR_RETURN(acc, tensorFor(op.result()));
+    }
+    s.output = {acc, outMap};
+    program_.ops.push_back(std::move(s));
+    if (!needsEpilogue) {
+      return absl::OkStatus();
+    }
+    ScalarBody eb;
+    std::vector<unsigned> ins = {acc};
+    if (bias) {
+      COMPILER_ASSIGN_OR_RETURN(unsigned bt, tensorFor(bias));
+      ins.push_back(bt);
+      eb.yield(eb.binary(SK::Add, eb.input(0), eb.input(1)));
+    } else {
+      int64_t window = 1;
+      for (int64_t kk : kernel) {
+        window *= kk;
+      }
+      eb.yield(eb.binary(SK::Mul, eb.input(0), eb.constant(1.0 / window)));
+    }
+    StructuredOp e;
+    e.nodeName = op.nodeName();
+    unsigned rank = t.rank();
+    e.bounds = t.dims().vec();
+    e.iterators.assign(rank, IteratorType::Parallel);
+    e.inputs.push_back({acc, AffineMap::identity(rank)});
+    if (bias) {
+      AffineMap channel;
+      channel.numDims = rank;
+      channel.results.push_back(AffineExpr::dim(rank, 1));
+      e.inputs.push_back({ins[1], channel});
+    }
+    COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
+    e.output = {out, AffineMap::identity(rank)};
+    e.body = std::move(eb);
+    program_.ops.push_back(std::move(e));
+    return absl::OkStatus();
+  }
+
+  const graph::Graph &graph_;
+  StructuredProgram program_;
+  std::unordered_map<const Value *, unsigned> tensors_;
+  std::set<std::string> usedNames_;
+};
+
+} // namespace
+
+absl::StatusOr<StructuredProgram> lowerToStructured(const graph::Graph &graph) {
+  return Lowering(graph).run();
+}
+
+} // namespace osprey::compiler::structured

@@ -1,0 +1,188 @@
+// Structured (linalg-style) ops: an iteration domain with parallel/reduction
+// iterators, one affine indexing map per operand and a scalar body.
+//
+// Transformations (fusion, tiling, microkernel selection) read only the
+// iterator types, the indexing maps and the shape of the scalar body, never
+// the name of the graph op a structured op came from.
+#ifndef OSPREY_COMPILER_STRUCTURED_STRUCTURED_IR_H_
+#define OSPREY_COMPILER_STRUCTURED_STRUCTURED_IR_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/graph/ir.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace osprey::compiler::structured {
+
+using graph::ElementType;
+using graph::TensorType;
+
+enum class IteratorType : uint8_t { Parallel, Reduction };
+
+//===----------------------------------------------------------------------===//
+// Affine maps
+//===----------------------------------------------------------------------===//
+
+// sum_i coeffs[i] * d_i + constant, over the loop dimensions d_i.
+struct AffineExpr {
+  std::vector<int64_t> coeffs;
+  int64_t constant = 0;
+
+  static AffineExpr dim(unsigned numDims, unsigned d, int64_t coeff = 1);
+  static AffineExpr constantExpr(unsigned numDims, int64_t value);
+  // The single loop dimension this expression equals (coefficient 1, no
+  // constant), if any.
+  std::optional<unsigned> asDim() const;
+  bool isConstant() const;
+  std::string str() const;
+};
+
+// Maps loop indices to the indices of one operand (one expression per operand
+// dimension).
+struct AffineMap {
+  unsigned numDims = 0;
+  std::vector<AffineExpr> results;
+
+  static AffineMap identity(unsigned numDims);
+  // Every result is a distinct loop dimension or the constant 0 (broadcast).
+  bool isProjectedPermutationOrBroadcast() const;
+  // Every result is a distinct loop dimension.
+  bool isProjectedPermutation() const;
+  bool isIdentity() const;
+  // this ∘ inner: substitutes |inner|'s results for this map's dimensions.
+  // |inner| maps a consumer's loops to this map's dimensions.
+  AffineMap compose(const AffineMap &inner) const;
+  std::string str() const;
+};
+
+//===----------------------------------------------------------------------===//
+// Scalar bodies
+//===----------------------------------------------------------------------===//
+
+enum class ScalarKind : uint8_t {
+  Input,  // value of input operand |index|
+  Output, // current accumulator (reductions) value
+  Const,
+  // Unary.
+  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Recip, Cast,
+  // Binary.
+  Add, Sub, Mul, Div, Max, Min, Pow, CmpEq, CmpLt, CmpGt,
+  // Ternary.
+  Select,
+};
+
+struct ScalarNode {
+  ScalarKind kind;
+  std::vector<unsigned> operands; // indices of earlier nodes
+  unsigned index = 0;             // Input: operand number
+  double value = 0;               // Const
+  ElementType castTo = ElementType::F32;
+};
+
+// A DAG of scalar nodes computing one output element; |result| is the node
+// yielded. Builders return node indices.
+class ScalarBody {
+public:
+  unsigned input(unsigned i);
+  unsigned output();
+  unsigned constant(double v);
+  unsigned unary(ScalarKind kind, unsigned a);
+  unsigned binary(ScalarKind kind, unsigned a, unsigned b);
+  unsigned select(unsigned cond, unsigned a, unsigned b);
+  unsigned cast(unsigned a, ElementType to);
+  void yield(unsigned node) { result_ = node; }
+
+  const std::vector<ScalarNode> &nodes() const { return nodes_; }
+  unsigned result() const { return result_; }
+  // Body yields input 0 unchanged.
+  bool isCopy() const;
+  // Body is out + in_a * in_b (either operand order) for two distinct inputs.
+  bool isMultiplyAccumulate() const;
+  // Nested expression text, e.g. "add(out, mul(in0, in1))".
+  std::string str() const;
+
+private:
+  std::string str(unsigned node) const;
+  std::vector<ScalarNode> nodes_;
+  unsigned result_ = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// Ops and programs
+//===----------------------------------------------------------------------===//
+
+struct OperandAccess {
+  unsigned tensor = 0;
+  AffineMap map;
+  // Reads whose indices fall outside the tensor yield this value (padding).
+  std::optional<double> padValue;
+};
+
+// What an op computes, derived from its structure (see classify()).
+enum class OpClass : uint8_t {
+  View,        // reshape: aliases its input, no computation
+  Elementwise, // all parallel, projected-permutation/broadcast reads
+  Contraction, // multiply-accumulate with projected-permutation reads (matmul)
+  Convolution, // multiply-accumulate with windowed reads
+  Reduction,   // other ops with reduction iterators
+  Gather,      // parallel ops with windowed/padded/strided reads (pad, slice)
+};
+
+struct FusionInfo {
+  int group = -1;
+  enum class Role : uint8_t { Root, Epilogue, Fused } role = Role::Root;
+};
+
+struct StructuredOp {
+  std::string nodeName; // graph node it came from, for diagnostics
+  bool isView = false;  // reshape-like alias of inputs[0]
+  std::vector<int64_t> bounds;
+  std::vector<IteratorType> iterators;
+  std::vector<OperandAccess> inputs;
+  OperandAccess output;
+  std::optional<double> init; // accumulator start value for reductions
+  ScalarBody body;
+  FusionInfo fusion;
+
+  bool hasReduction() const;
+  OpClass classify() const;
+};
+
+struct TensorInfo {
+  std::string name;
+  TensorType type;
+  bool isInput = false;
+  bool isOutput = false;
+  std::optional<graph::DenseData> constant;
+};
+
+// Decisions for one fusion group (a future dispatch region).
+struct FusionGroup {
+  unsigned root = 0;              // op index that owns the iteration space
+  std::vector<unsigned> ops;      // op indices in execution order
+  std::vector<int64_t> tileSizes; // per root loop; 0 = not tiled
+  std::vector<int64_t> workgroups; // 3-D grid (x = innermost tiled loop)
+  bool microkernel = false;        // root is a contraction
+};
+
+struct StructuredProgram {
+  std::string name;
+  std::vector<TensorInfo> tensors;
+  std::vector<StructuredOp> ops; // in execution order
+  std::vector<unsigned> inputs, outputs;
+  std::vector<FusionGroup> groups; // filled by the fusion pass
+
+  // Indices of ops reading |tensor|.
+  std::vector<unsigned> consumers(unsigned tensor) const;
+  // Op index producing |tensor|, or -1.
+  int producer(unsigned tensor) const;
+};
+
+void printProgram(const StructuredProgram &program, llvm::raw_ostream &os);
+llvm::StringRef opClassName(OpClass c);
+
+} // namespace osprey::compiler::structured
+
+#endif // OSPREY_COMPILER_STRUCTURED_STRUCTURED_IR_H_
