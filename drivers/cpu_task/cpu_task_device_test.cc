@@ -281,6 +281,19 @@ TEST_F(CpuTaskDeviceTest, HostSignalReleasesWaitingSubmission) {
   ASSERT_OK(done->Wait(1, Deadline(10000)));
 }
 
+TEST_F(CpuTaskDeviceTest, LongTimelineChainCompletes) {
+  // Each submission waits for the previous one's signal; releasing the head
+  // must not recurse through thousands of completions on one stack.
+  constexpr uint64_t kLength = 2000;
+  auto timeline = NewSemaphore();
+  for (uint64_t i = 1; i <= kLength; ++i) {
+    ASSERT_OK(Submit({timeline.get()}, {i}, {}, {timeline.get()}, {i + 1}));
+  }
+  EXPECT_EQ(*timeline->Query(), 0u);
+  ASSERT_OK(timeline->Signal(1));
+  ASSERT_OK(timeline->Wait(kLength + 1, Deadline(30000)));
+}
+
 TEST_F(CpuTaskDeviceTest, FailingWorkgroupFailsSignalAndDownstream) {
   auto counter = Allocate(4);
   uint32_t zero = 0;

@@ -23,6 +23,15 @@ struct Worker {
 };
 
 namespace {
+#if OSPREY_HAVE_THREADS
+// The worker running on this thread (null elsewhere). Only hosted builds
+// have threads, and with them thread-local storage.
+thread_local Worker* g_current_worker = nullptr;
+Worker* CurrentWorker() { return g_current_worker; }
+#else
+Worker* CurrentWorker() { return nullptr; }
+#endif
+
 constexpr size_t kLocalMemoryAlignment = 64;
 // Checks of the queues before a worker goes to sleep; short, because the
 // machine may be shared with other processes.
@@ -88,7 +97,11 @@ Status Executor::Start(const ExecutorOptions& options) {
   return OkStatus();
 }
 
-Executor::~Executor() { Shutdown(); }
+Executor::~Executor() {
+  // A worker cannot join itself (see the class comment).
+  OSPREY_DCHECK(!CurrentWorker() || CurrentWorker()->executor != this);
+  Shutdown();
+}
 
 void Executor::Shutdown() {
   {
@@ -342,6 +355,9 @@ Task* Executor::TryTakeWork(Worker* worker) {
 
 void Executor::WorkerMain(void* arg) {
   auto* worker = static_cast<Worker*>(arg);
+#if OSPREY_HAVE_THREADS
+  g_current_worker = worker;
+#endif
   worker->executor->WorkerLoop(worker);
 }
 
@@ -507,12 +523,19 @@ void ResolveWait(WaitTask* token, Status status) {
     }
     // A worker retires the wait. Retiring here could complete the
     // submission, whose completion may signal the next wait, and so on:
-    // unbounded recursion on the resolving thread.
-    executor->PushToQueue(
-        &executor->workers_[executor->round_robin_.fetch_add(1, std::memory_order_relaxed) %
-                            executor->worker_count_],
-        token);
-    executor->WakeWorkers(1);
+    // unbounded recursion on the resolving thread. A worker of this
+    // executor (resolving from a completion callback) queues it for itself
+    // and gets to it when the callback returns.
+    Worker* worker = CurrentWorker();
+    if (worker && worker->executor == executor) {
+      executor->PushToQueue(worker, token);
+    } else {
+      executor->PushToQueue(
+          &executor->workers_[executor->round_robin_.fetch_add(1, std::memory_order_relaxed) %
+                              executor->worker_count_],
+          token);
+      executor->WakeWorkers(1);
+    }
   }
   status.IgnoreError();
   executor->ReleasePending(submission);
