@@ -1,6 +1,7 @@
 // C API: sessions (VM context + HAL module + loaded modules), function
 // lookup and calls.
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <utility>

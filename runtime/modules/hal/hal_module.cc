@@ -2,6 +2,7 @@
 // caching and the function table.
 #include "runtime/modules/hal/hal_module.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include <new>
@@ -70,7 +71,8 @@ class HalModuleState final : public vm::ModuleState {
     }
     if (index >= module->executable_count()) {
       return InvalidArgumentError("executable index %u is out of range: module '%s' has %u",
-                                  index, module->name(), module->executable_count());
+                                  unsigned(index), module->name(),
+                                  unsigned(module->executable_count()));
     }
     const vm::ExecutableInfo& info = module->executable(index);
     if (!cache_) {
@@ -80,14 +82,14 @@ class HalModuleState final : public vm::ModuleState {
     if (!cache_->CanPrepareFormat(info.format)) {
       return UnimplementedError(
           "device '%s' cannot run executable %u ('%s') of format '%s' in module '%s'",
-          device_->id(), index, info.name, info.format, module->name());
+          device_->id(), unsigned(index), info.name, info.format, module->name());
     }
     ohal::ExecutableParams params;
     params.format = info.format;
     params.data = std::span<const uint8_t>(info.data, info.length);
     params.caching_mode = ohal::ExecutableCachingMode::kDefault;
     OSPREY_ASSIGN_OR_RETURN(auto executable, cache_->PrepareExecutable(params),
-                            "preparing executable %u ('%s', %s) of module '%s'", index,
+                            "preparing executable %u ('%s', %s) of module '%s'", unsigned(index),
                             info.name, info.format, module->name());
     if (executable_count_ == executable_capacity_) {
       const size_t capacity = executable_capacity_ ? executable_capacity_ * 2 : 4;
