@@ -400,6 +400,21 @@ Status ElfImageBuilder::Build() {
     page_ = ImageMemoryPageSize();
     if (page_ < 1 || (page_ & (page_ - 1)) != 0) page_ = 1;
   }
+  // Section headers are optional, but a table that is declared and cut off
+  // means the file is truncated (linkers put it at the very end).
+  if (ehdr_.shoff != 0 && ehdr_.shnum != 0) {
+    if (ehdr_.shentsize != ShdrSize(is64_)) {
+      return DataLossError("section header entry size is %u, expected %zu", ehdr_.shentsize,
+                           ShdrSize(is64_));
+    }
+    if (!InBounds(ehdr_.shoff, static_cast<uint64_t>(ehdr_.shnum) * ShdrSize(is64_),
+                  data_.size())) {
+      return DataLossError("section headers (offset %llu, %u entries) extend past the end of the "
+                           "%zu-byte file; is it truncated?",
+                           static_cast<unsigned long long>(ehdr_.shoff), ehdr_.shnum,
+                           data_.size());
+    }
+  }
   OSPREY_RETURN_IF_ERROR(ParseProgramHeaders());
   OSPREY_RETURN_IF_ERROR(MapSegments());
   OSPREY_RETURN_IF_ERROR(ParseDynamic());
