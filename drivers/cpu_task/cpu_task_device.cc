@@ -46,7 +46,7 @@ Status ParseDeviceParams(std::span<const hal::DeviceParam> params,
       uint32_t count = 0;
       if (!ParseUint32(value, &count) || count == 0 || count > task::Executor::kMaxWorkers) {
         return InvalidArgumentError("task_workers='%s' must be a number in [1, %u]", value,
-                                    task::Executor::kMaxWorkers);
+                                    unsigned(task::Executor::kMaxWorkers));
       }
       options->worker_count = count;
     } else if (strcmp(key, "task_affinity") == 0) {

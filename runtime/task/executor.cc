@@ -54,11 +54,12 @@ StatusOr<ref_ptr<Executor>> Executor::Create(const ExecutorOptions& options,
   if (!host_allocator) return InvalidArgumentError("executor needs a host allocator");
   uint32_t count = options.worker_count ? options.worker_count : platform::ProcessorCount();
   if (count > kMaxWorkers) {
-    return InvalidArgumentError("%u workers requested; at most %u are supported", count,
-                                kMaxWorkers);
+    return InvalidArgumentError("%u workers requested; at most %u are supported",
+                                unsigned(count), unsigned(kMaxWorkers));
   }
   OSPREY_ASSIGN_OR_RETURN(auto executor, MakeRef<Executor>(host_allocator, options, host_allocator));
-  OSPREY_RETURN_IF_ERROR(executor->Start(options), "starting %u task workers", count);
+  OSPREY_RETURN_IF_ERROR(executor->Start(options), "starting %u task workers",
+                         unsigned(count));
   return executor;
 }
 
@@ -68,8 +69,8 @@ Status Executor::Start(const ExecutorOptions& options) {
   size_t local_size = AlignUp(local_memory_size_, kLocalMemoryAlignment);
   OSPREY_RETURN_IF_ERROR(host_allocator_->Allocate(workers_size + local_size * count,
                                                    kLocalMemoryAlignment, &worker_memory_),
-                         "allocating %u workers with %u bytes of local memory each", count,
-                         local_memory_size_);
+                         "allocating %u workers with %u bytes of local memory each",
+                         unsigned(count), unsigned(local_memory_size_));
   auto* base = static_cast<uint8_t*>(worker_memory_);
   workers_ = reinterpret_cast<Worker*>(base);
   for (uint32_t i = 0; i < count; ++i) {
@@ -91,7 +92,7 @@ Status Executor::Start(const ExecutorOptions& options) {
       thread_options.processor_affinity = int32_t((options.first_processor + i) % processors);
     }
     OSPREY_RETURN_IF_ERROR(workers_[i].thread.Start(thread_options, &WorkerMain, &workers_[i]),
-                           "starting worker %u", i);
+                           "starting worker %u", unsigned(i));
     started_workers_.fetch_add(1, std::memory_order_relaxed);
   }
   return OkStatus();
@@ -273,7 +274,8 @@ Status Executor::WaitIdle(int64_t deadline_ns) {
   while (in_flight_count_ > 0) {
     if (!idle_cv_.WaitUntil(mutex_, deadline_ns) && in_flight_count_ > 0 &&
         platform::MonotonicNanos() >= deadline_ns) {
-      return DeadlineExceededError("%u task submissions still in flight", in_flight_count_);
+      return DeadlineExceededError("%u task submissions still in flight",
+                                   unsigned(in_flight_count_));
     }
   }
   return OkStatus();
@@ -456,7 +458,8 @@ void Executor::RunShard(ShardTask* shard, Worker* worker) {
     if (OSPREY_UNLIKELY(!status.ok())) {
       submission->Fail(
           std::move(status).Annotate("in dispatch '%s' (tiles [%u, %u) of %u)", params.name,
-                                     begin, end, params.tile_count));
+                                     unsigned(begin), unsigned(end),
+                                     unsigned(params.tile_count)));
       break;
     }
   }

@@ -47,7 +47,7 @@ template <typename T>
 StatusOr<T*> Submission::NewTask() {
   void* memory = nullptr;
   OSPREY_RETURN_IF_ERROR(arena_.Allocate(sizeof(T), alignof(T), &memory),
-                         "allocating task %u", task_count_);
+                         "allocating task %u", unsigned(task_count_));
   T* task = new (memory) T(this, task_count_++);
   if (last_task_) {
     last_task_->next_in_submission_ = task;
@@ -72,12 +72,12 @@ StatusOr<Task*> Submission::AddDispatch(const DispatchParams& params) {
   if (!params.fn) return InvalidArgumentError("dispatch '%s' has no tile function", name);
   if (params.tile_count > kMaxTiles) {
     return InvalidArgumentError("dispatch '%s' has %u tiles; at most %u are supported", name,
-                                params.tile_count, kMaxTiles);
+                                unsigned(params.tile_count), unsigned(kMaxTiles));
   }
   if (params.local_memory_size > executor_->worker_local_memory_size()) {
     return ResourceExhaustedError(
         "dispatch '%s' needs %u bytes of local memory; workers have %u", name,
-        params.local_memory_size, executor_->worker_local_memory_size());
+        unsigned(params.local_memory_size), unsigned(executor_->worker_local_memory_size()));
   }
   uint32_t workers = executor_->worker_count();
   uint32_t batch = params.tiles_per_batch;
@@ -98,7 +98,7 @@ StatusOr<Task*> Submission::AddDispatch(const DispatchParams& params) {
     void* memory = nullptr;
     OSPREY_RETURN_IF_ERROR(
         arena_.Allocate(sizeof(ShardTask) * shard_count, alignof(ShardTask), &memory),
-        "allocating %u shards of dispatch '%s'", shard_count, name);
+        "allocating %u shards of dispatch '%s'", unsigned(shard_count), name);
     task->shards_ = static_cast<ShardTask*>(memory);
     for (uint32_t i = 0; i < shard_count; ++i) new (&task->shards_[i]) ShardTask(this, task);
   }
@@ -135,7 +135,7 @@ Status Submission::AddDependency(Task* predecessor, Task* successor) {
     return InvalidArgumentError(
         "task %u cannot depend on task %u: predecessors must be added first "
         "(this keeps the graph acyclic)",
-        successor->sequence_, predecessor->sequence_);
+        unsigned(successor->sequence_), unsigned(predecessor->sequence_));
   }
   void* memory = nullptr;
   OSPREY_RETURN_IF_ERROR(arena_.Allocate(sizeof(Task::Edge), alignof(Task::Edge), &memory),
