@@ -169,6 +169,18 @@ TEST(ElfImageTest, SymbolicRelocationsWithoutBsymbolic) {
   }
 }
 
+// GNU ld lays images out differently from lld (a separate read-only data
+// segment, .got.plt, only DT_GNU_HASH by default).
+TEST(ElfImageTest, GnuLdLayout) {
+  REQUIRE_TEST_EXECUTABLES();
+  auto bytes = LibraryBytes("tables_gnuld", "x86_64");
+  if (bytes.empty()) GTEST_SKIP() << "GNU ld (ld.bfd) variant not built on this host";
+  auto image = ElfImage::Load(bytes, ForeignOptions(ElfMachine::kX86_64), Allocator::Default());
+  ASSERT_TRUE(image.ok()) << StatusText(image.status());
+  EXPECT_GE((*image)->segments().size(), 3u);
+  CheckTables(**image);
+}
+
 TEST(ElfImageTest, RelocationsFollowTheLinkBase) {
   REQUIRE_TEST_EXECUTABLES();
   auto bytes = LibraryBytes("tables", "riscv32");
