@@ -86,6 +86,7 @@ void chooseTiles(const StructuredOp &root, FusionGroup &group) {
     int64_t want = i == 0 ? (contraction ? 16 : 64) : (i == 1 && contraction ? 8 : 1);
     group.tileSizes[order[i]] = std::min<int64_t>(root.bounds[order[i]], want);
   }
+  group.tiledLoops = order;
   group.workgroups.assign(3, 1);
   for (size_t i = 0; i < order.size(); ++i) {
     unsigned d = order[i];

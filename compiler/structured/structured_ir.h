@@ -164,6 +164,10 @@ struct FusionGroup {
   std::vector<unsigned> ops;      // op indices in execution order
   std::vector<int64_t> tileSizes; // per root loop; 0 = not tiled
   std::vector<int64_t> workgroups; // 3-D grid (x = innermost tiled loop)
+  // Tiled root loops, innermost first: tiledLoops[0] maps to grid x,
+  // tiledLoops[1] to y, the rest are linearized into z (tiledLoops[2]
+  // fastest).
+  std::vector<unsigned> tiledLoops;
   bool microkernel = false;        // root is a contraction
 };
 

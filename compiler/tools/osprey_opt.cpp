@@ -1,4 +1,5 @@
 // osprey-opt: reads textual graph IR, runs graph passes by name, prints IR.
+#include "compiler/dispatch/dispatch_ir.h"
 #include "compiler/graph/ir_text.h"
 #include "compiler/graph/passes/pass_manager.h"
 #include "compiler/graph/verifier.h"
@@ -34,6 +35,14 @@ static cl::opt<bool>
 static cl::opt<bool> fuse("fuse",
                           cl::desc("Lower to structured ops and make fusion "
                                    "and tiling decisions"));
+static cl::opt<bool>
+    formDispatch("form-dispatch",
+                 cl::desc("Lower, fuse and form dispatch regions; print the "
+                          "dispatch program"));
+static cl::opt<bool>
+    planMemoryFlag("plan-memory",
+                   cl::desc("Like --form-dispatch, then plan transient "
+                            "memory and insert barriers"));
 static cl::opt<bool> listPassesFlag("list-passes",
                                     cl::desc("List the available passes"));
 
@@ -82,16 +91,30 @@ int main(int argc, char **argv) {
                  << "': " << ec.message() << "\n";
     return 1;
   }
-  if (lowerStructured || fuse) {
+  if (lowerStructured || fuse || formDispatch || planMemoryFlag) {
     auto program = osprey::compiler::structured::lowerToStructured(**graph);
     if (!program.ok()) {
       return fail(program.status());
     }
-    if (fuse) {
+    if (fuse || formDispatch || planMemoryFlag) {
       if (absl::Status s = osprey::compiler::structured::fuseAndTile(*program);
           !s.ok()) {
         return fail(s);
       }
+    }
+    if (formDispatch || planMemoryFlag) {
+      namespace dispatch = osprey::compiler::dispatch;
+      auto d = dispatch::formDispatchRegions(std::move(*program));
+      if (!d.ok()) {
+        return fail(d.status());
+      }
+      if (planMemoryFlag) {
+        if (absl::Status s = dispatch::planMemory(*d); !s.ok()) {
+          return fail(s);
+        }
+      }
+      dispatch::printDispatchProgram(*d, os);
+      return 0;
     }
     osprey::compiler::structured::printProgram(*program, os);
     return 0;

@@ -1,0 +1,94 @@
+// Dispatch programs: fused groups as dispatch regions with a 3-D workgroup
+// grid, the buffers they touch, host commands and the static memory plan.
+#ifndef OSPREY_COMPILER_DISPATCH_DISPATCH_IR_H_
+#define OSPREY_COMPILER_DISPATCH_DISPATCH_IR_H_
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/structured/structured_ir.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace osprey::compiler::dispatch {
+
+// Where a tensor's bytes live at run time.
+enum class BufferKind : uint8_t {
+  Input,     // caller-provided graph input
+  Output,    // graph output, allocated by the host code and returned
+  Constant,  // read-only data embedded in the module (zero-copy)
+  Transient, // intermediate value placed in the arena by memory planning
+  View,      // alias of another buffer (reshape); no storage of its own
+  Internal,  // passed element by element inside one region; never stored
+};
+
+struct Buffer {
+  unsigned tensor = 0;
+  BufferKind kind = BufferKind::Transient;
+  unsigned ioIndex = 0; // position among graph inputs/outputs
+  int aliasOf = -1;     // View: tensor whose storage this aliases
+  int64_t byteSize = 0;
+  // Memory planning (Transient only): arena offset and the live range as
+  // command indices [firstUse, lastUse].
+  int64_t offset = -1;
+  int firstUse = -1, lastUse = -1;
+};
+
+struct Binding {
+  unsigned tensor = 0; // as bound: the tensor the region reads or writes
+  bool write = false;
+};
+
+// One fusion group as a dispatch function.
+struct DispatchRegion {
+  std::string name;
+  std::string loc;        // node name of the root, for diagnostics
+  std::vector<unsigned> ops; // structured op indices; ops[0] is the root
+  std::vector<Binding> bindings; // reads first, then the single write
+  std::array<int64_t, 3> workgroupCount = {1, 1, 1};
+  std::vector<int64_t> tileSizes; // per root loop; 0 = whole loop
+  std::vector<unsigned> tiledLoops; // see structured::FusionGroup
+  bool microkernel = false;
+};
+
+struct HostCommand {
+  enum class Kind : uint8_t { Dispatch, Barrier } kind = Kind::Dispatch;
+  unsigned region = 0;
+};
+
+struct DispatchProgram {
+  structured::StructuredProgram program;
+  std::vector<Buffer> buffers; // indexed by tensor
+  std::vector<DispatchRegion> regions; // in execution order
+  std::vector<HostCommand> commands;   // dispatches (and later barriers)
+  int64_t arenaSize = -1;              // set by planMemory
+  int64_t arenaAlignment = 64;
+
+  // The tensor whose storage |tensor| uses (follows views).
+  unsigned storageOf(unsigned tensor) const;
+};
+
+// Turns each fusion group of |program| (fuseAndTile must have run) into a
+// dispatch region, orders the regions by their data dependencies, classifies
+// every tensor's storage and records one dispatch command per region.
+// Returns INVALID_ARGUMENT naming the node when a group reads a value of its
+// own group other than element by element, and UNIMPLEMENTED for graph
+// outputs that are constants, inputs or views.
+absl::StatusOr<DispatchProgram>
+formDispatchRegions(structured::StructuredProgram program);
+
+// Liveness-based static memory planning: every Transient buffer gets an
+// offset in one arena such that buffers whose live ranges overlap never
+// overlap in memory (first fit, largest buffer first), then barriers are
+// inserted between dispatches whose byte ranges conflict (read after write,
+// write after read through reuse, write after write). Sets arenaSize.
+absl::Status planMemory(DispatchProgram &program);
+
+void printDispatchProgram(const DispatchProgram &program,
+                          llvm::raw_ostream &os);
+llvm::StringRef bufferKindName(BufferKind kind);
+
+} // namespace osprey::compiler::dispatch
+
+#endif // OSPREY_COMPILER_DISPATCH_DISPATCH_IR_H_
