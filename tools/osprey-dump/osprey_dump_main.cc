@@ -1,6 +1,16 @@
 // osprey-dump FILE...: prints what Osprey files hold (CPU executable
 // libraries today). Exits 1 if any file could not be read or is invalid,
 // 2 on a usage error.
+//
+// Describing a library means running its query function, and no loader can
+// tell broken machine code from good code, so each file is dumped in a
+// child process: a library that crashes is reported like any other bad
+// file instead of taking the tool down.
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -20,6 +30,29 @@ void PrintUsage(FILE* out) {
           "  the host machine, the library's ABI version, name, imports and exports.\n");
 }
 
+// Prints one file; returns 0 if it is valid, 1 otherwise.
+int DumpOne(const char* path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    fprintf(stderr, "osprey-dump: %s: cannot open file\n", path);
+    return 1;
+  }
+  std::vector<uint8_t> data((std::istreambuf_iterator<char>(file)),
+                            std::istreambuf_iterator<char>());
+  std::string out;
+  osprey::Status status = osprey::tools::dump::DumpFile(data, &out);
+  printf("file: %s (%zu bytes)\n%s", path, data.size(), out.c_str());
+  fflush(stdout);
+  if (!status.ok()) {
+    char message[2048];
+    status.ToString(message, sizeof(message));
+    fprintf(stderr, "osprey-dump: %s: %s\n", path, message);
+    fflush(stderr);
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -34,22 +67,26 @@ int main(int argc, char** argv) {
   int rc = 0;
   for (int i = 1; i < argc; ++i) {
     const char* path = argv[i];
-    std::ifstream file(path, std::ios::binary);
-    if (!file) {
-      fprintf(stderr, "osprey-dump: %s: cannot open file\n", path);
-      rc = 1;
+    fflush(stdout);
+    fflush(stderr);
+    const pid_t child = fork();
+    if (child < 0) {
+      // No process isolation available: dump in this process.
+      if (DumpOne(path) != 0) rc = 1;
       continue;
     }
-    std::vector<uint8_t> data((std::istreambuf_iterator<char>(file)),
-                              std::istreambuf_iterator<char>());
-    std::string out;
-    osprey::Status status = osprey::tools::dump::DumpFile(data, &out);
-    printf("file: %s (%zu bytes)\n%s", path, data.size(), out.c_str());
-    fflush(stdout);
-    if (!status.ok()) {
-      char message[2048];
-      status.ToString(message, sizeof(message));
-      fprintf(stderr, "osprey-dump: %s: %s\n", path, message);
+    if (child == 0) _exit(DumpOne(path));
+    int status = 0;
+    if (waitpid(child, &status, 0) != child) {
+      fprintf(stderr, "osprey-dump: %s: lost the process dumping it\n", path);
+      rc = 1;
+    } else if (WIFSIGNALED(status)) {
+      fprintf(stderr,
+              "osprey-dump: %s: dumping crashed (signal %d: %s); the library's code is "
+              "probably corrupt\n",
+              path, WTERMSIG(status), strsignal(WTERMSIG(status)));
+      rc = 1;
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
       rc = 1;
     }
   }
