@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <cstring>
+#include <new>
 #include <utility>
 
 #include "drivers/npu/npu_executable.h"
@@ -295,10 +296,13 @@ Status NpuDevice::ParseParams(std::span<const hal::DeviceParam> params,
     } else if (strcmp(key, "inline") == 0) {
       if (!numeric || value > 1) return bad("0 or 1");
       options->hardware_options.inline_execution = value == 1;
+    } else if (strcmp(key, "async") == 0) {
+      if (!numeric || value > 1) return bad("0 or 1");
+      options->async_queue = value == 1;
     } else {
       return InvalidArgumentError(
           "unknown npu device param '%s' (known: pes, sram_kib, weight_kib, dma_bytes_per_cycle, "
-          "dma_setup_cycles, mode, sram_pool_kib, wait_timeout_ms, job_timeout_ms, inline)",
+          "dma_setup_cycles, mode, sram_pool_kib, wait_timeout_ms, job_timeout_ms, inline, async)",
           key);
     }
   }
@@ -324,10 +328,26 @@ StatusOr<ref_ptr<NpuDevice>> NpuDevice::Create(const NpuDeviceOptions& options,
       device->allocator_,
       NpuAllocator::Create(host_allocator, ref_ptr<RefObject>(sim),
                            sim->sram().data() + stream_bytes, options.sram_pool_bytes));
+#if OSPREY_HAVE_THREADS
+  if (options.async_queue) {
+    platform::ThreadOptions thread_options;
+    thread_options.name = "osprey-npu-queue";
+    OSPREY_RETURN_IF_ERROR(
+        device->queue_thread_.Start(thread_options, &NpuDevice::QueueMain, device.get()),
+        "starting the npu queue thread");
+    device->async_ = true;
+  }
+#endif
   return device;
 }
 
 NpuDevice::~NpuDevice() {
+  {
+    platform::MutexLock lock(queue_mutex_);
+    queue_shutdown_ = true;
+    queue_cv_.NotifyAll();
+  }
+  queue_thread_.Join();  // Runs what is still queued first.
   // Buffers still alive keep the allocator, and through it the SRAM.
   allocator_.reset();
   NpuHardware::Destroy(hardware_);
@@ -386,6 +406,130 @@ Status NpuDevice::Execute(const hal::SemaphoreList& wait,
   return OkStatus();
 }
 
+// A queued submission: retained semaphores and command buffers, in one
+// host allocation.
+struct NpuDevice::Submission {
+  Submission* next = nullptr;
+  size_t wait_count = 0, command_buffer_count = 0, signal_count = 0;
+  hal::Semaphore** waits = nullptr;
+  uint64_t* wait_values = nullptr;
+  hal::CommandBuffer** command_buffers = nullptr;
+  hal::Semaphore** signals = nullptr;
+  uint64_t* signal_values = nullptr;
+};
+
+Status NpuDevice::Enqueue(const hal::SemaphoreList& wait,
+                          std::span<hal::CommandBuffer* const> command_buffers,
+                          const hal::SemaphoreList& signal) {
+  const size_t pointers = wait.size() + command_buffers.size() + signal.size();
+  const size_t values = wait.size() + signal.size();
+  const size_t bytes =
+      sizeof(Submission) + pointers * sizeof(void*) + values * sizeof(uint64_t);
+  void* memory = nullptr;
+  OSPREY_RETURN_IF_ERROR(host_allocator_->Allocate(bytes, alignof(Submission), &memory),
+                         "queueing an npu submission");
+  auto* sub = new (memory) Submission();
+  auto* cursor = reinterpret_cast<uint8_t*>(sub + 1);
+  auto take = [&cursor](size_t size) {
+    void* p = cursor;
+    cursor += size;
+    return p;
+  };
+  sub->wait_count = wait.size();
+  sub->command_buffer_count = command_buffers.size();
+  sub->signal_count = signal.size();
+  sub->wait_values = static_cast<uint64_t*>(take(wait.size() * sizeof(uint64_t)));
+  sub->signal_values = static_cast<uint64_t*>(take(signal.size() * sizeof(uint64_t)));
+  sub->waits = static_cast<hal::Semaphore**>(take(wait.size() * sizeof(void*)));
+  sub->command_buffers =
+      static_cast<hal::CommandBuffer**>(take(command_buffers.size() * sizeof(void*)));
+  sub->signals = static_cast<hal::Semaphore**>(take(signal.size() * sizeof(void*)));
+  for (size_t i = 0; i < wait.size(); ++i) {
+    sub->waits[i] = wait.semaphores[i];
+    sub->waits[i]->Retain();
+    sub->wait_values[i] = wait.values[i];
+  }
+  for (size_t i = 0; i < command_buffers.size(); ++i) {
+    sub->command_buffers[i] = command_buffers[i];
+    static_cast<RefObject*>(sub->command_buffers[i])->Retain();  // Not CommandBuffer::Retain.
+  }
+  for (size_t i = 0; i < signal.size(); ++i) {
+    sub->signals[i] = signal.semaphores[i];
+    sub->signals[i]->Retain();
+    sub->signal_values[i] = signal.values[i];
+  }
+  platform::MutexLock lock(queue_mutex_);
+  if (queue_tail_) {
+    queue_tail_->next = sub;
+  } else {
+    queue_head_ = sub;
+  }
+  queue_tail_ = sub;
+  queue_cv_.NotifyAll();
+  return OkStatus();
+}
+
+void NpuDevice::QueueMain(void* arg) {
+  auto* device = static_cast<NpuDevice*>(arg);
+  platform::MutexLock lock(device->queue_mutex_);
+  while (true) {
+    while (!device->queue_head_ && !device->queue_shutdown_) {
+      device->queue_cv_.WaitUntil(device->queue_mutex_, platform::kInfiniteFuture);
+    }
+    Submission* sub = device->queue_head_;
+    if (!sub) break;  // Shut down with nothing left.
+    device->queue_head_ = sub->next;
+    if (!device->queue_head_) device->queue_tail_ = nullptr;
+    device->queue_busy_ = true;
+    device->queue_mutex_.Unlock();
+    // Errors travel through the signal semaphores (every queued submission
+    // has at least one), so the returned status is empty here.
+    device
+        ->ExecuteAndSignal({{sub->waits, sub->wait_count}, {sub->wait_values, sub->wait_count}},
+                           {sub->command_buffers, sub->command_buffer_count},
+                           {{sub->signals, sub->signal_count},
+                            {sub->signal_values, sub->signal_count}})
+        .IgnoreError();
+    for (size_t i = 0; i < sub->wait_count; ++i) sub->waits[i]->Release();
+    for (size_t i = 0; i < sub->command_buffer_count; ++i) {
+      static_cast<RefObject*>(sub->command_buffers[i])->Release();
+    }
+    for (size_t i = 0; i < sub->signal_count; ++i) sub->signals[i]->Release();
+    sub->~Submission();
+    device->host_allocator_->Free(sub);
+    device->queue_mutex_.Lock();
+    device->queue_busy_ = false;
+    device->queue_cv_.NotifyAll();
+  }
+}
+
+void NpuDevice::DrainQueue() {
+  platform::MutexLock lock(queue_mutex_);
+  while (queue_head_ || queue_busy_) {
+    queue_cv_.WaitUntil(queue_mutex_, platform::kInfiniteFuture);
+  }
+}
+
+Status NpuDevice::ExecuteAndSignal(const hal::SemaphoreList& wait,
+                                   std::span<hal::CommandBuffer* const> command_buffers,
+                                   const hal::SemaphoreList& signal) {
+  Status status;
+  {
+    platform::MutexLock lock(mutex_);
+    status = Execute(wait, command_buffers);
+  }
+  if (status.ok()) {
+    for (size_t i = 0; i < signal.size(); ++i) {
+      OSPREY_RETURN_IF_ERROR(signal.semaphores[i]->Signal(signal.values[i]),
+                             "signalling semaphore %zu after execution", i);
+    }
+    return OkStatus();
+  }
+  if (signal.size() == 0) return status;
+  for (size_t i = 0; i < signal.size(); ++i) signal.semaphores[i]->Fail(status.Clone());
+  return OkStatus();
+}
+
 Status NpuDevice::QueueExecute(const hal::SemaphoreList& wait,
                                std::span<hal::CommandBuffer* const> command_buffers,
                                const hal::SemaphoreList& signal) {
@@ -409,21 +553,10 @@ Status NpuDevice::QueueExecute(const hal::SemaphoreList& wait,
     auto* recording = hal::local::RecordingCommandBuffer::Cast(command_buffers[i]);
     OSPREY_RETURN_IF_ERROR(recording->BeginSubmission(), "submitting command buffer %zu", i);
   }
-  Status status;
-  {
-    platform::MutexLock lock(mutex_);
-    status = Execute(wait, command_buffers);
-  }
-  if (status.ok()) {
-    for (size_t i = 0; i < signal.size(); ++i) {
-      OSPREY_RETURN_IF_ERROR(signal.semaphores[i]->Signal(signal.values[i]),
-                             "signalling semaphore %zu after execution", i);
-    }
-    return OkStatus();
-  }
-  if (signal.size() == 0) return status;
-  for (size_t i = 0; i < signal.size(); ++i) signal.semaphores[i]->Fail(status.Clone());
-  return OkStatus();
+  if (async_ && signal.size() > 0) return Enqueue(wait, command_buffers, signal);
+  // Inline: after everything queued before it, so order is kept.
+  if (async_) DrainQueue();
+  return ExecuteAndSignal(wait, command_buffers, signal);
 }
 
 }  // namespace osprey::drivers::npu

@@ -5,7 +5,11 @@
 // it); device-local buffers live in an SRAM pool the host cannot map. See
 // NpuAllocator.
 //
-// Queue semantics (QueueExecute is synchronous, like cpu-sync):
+// Queue semantics. Submissions run in FIFO order on the device's queue
+// thread, so QueueExecute returns before the work is done (asynchronous
+// queue); submissions without signal semaphores, and every submission on
+// builds without threads or with async=0, run inline after the queue drains
+// so their errors can be returned. Each submission:
 //   1. Wait semaphores are waited for, each until the wait timeout.
 //   2. Command buffers run in order. Dispatches of "npu-v1" executables and
 //      copy/update transfers become command streams (relocated, with their
@@ -45,6 +49,9 @@ struct NpuDeviceOptions {
   int64_t wait_timeout_ns = 10'000'000'000;  // Per wait semaphore.
   int64_t job_timeout_ns = 10'000'000'000;   // Watchdog per hardware job.
   NpuHardwareOptions hardware_options;
+  // Run submissions with signal semaphores on a queue thread (ignored
+  // without threads).
+  bool async_queue = true;
 };
 
 // Device address of SRAM byte 0 in the device's address space (the SRAM
@@ -61,7 +68,8 @@ class NpuDevice final : public hal::Device {
 
   // Applies key=value |params| to |options|: pes (64|128|256), sram_kib,
   // weight_kib, dma_bytes_per_cycle, dma_setup_cycles, mode (output|input),
-  // sram_pool_kib, wait_timeout_ms, job_timeout_ms, inline (0|1). Unknown
+  // sram_pool_kib, wait_timeout_ms, job_timeout_ms, inline (0|1), async
+  // (0|1). Unknown
   // keys and malformed values are INVALID_ARGUMENT.
   static Status ParseParams(std::span<const hal::DeviceParam> params, NpuDeviceOptions* options);
 
@@ -94,8 +102,20 @@ class NpuDevice final : public hal::Device {
   NpuDevice(const NpuDeviceOptions& options, osprey::Allocator* host_allocator)
       : options_(options), host_allocator_(host_allocator), scratch_(host_allocator) {}
 
+  struct Submission;
+
   Status Execute(const hal::SemaphoreList& wait,
                  std::span<hal::CommandBuffer* const> command_buffers);
+  // Executes and then signals or fails |signal|; returns the execution
+  // error when there is no signal semaphore to carry it.
+  Status ExecuteAndSignal(const hal::SemaphoreList& wait,
+                          std::span<hal::CommandBuffer* const> command_buffers,
+                          const hal::SemaphoreList& signal);
+  Status Enqueue(const hal::SemaphoreList& wait,
+                 std::span<hal::CommandBuffer* const> command_buffers,
+                 const hal::SemaphoreList& signal);
+  void DrainQueue();
+  static void QueueMain(void* arg);
   // Runs one job to completion, turning faults and timeouts into errors.
   Status RunJob(HwJob* job);
 
@@ -106,6 +126,16 @@ class NpuDevice final : public hal::Device {
   platform::Mutex mutex_;  // Serializes submissions.
   Arena scratch_;          // Per-submission streams and windows.
   sim::Counters counters_;
+
+  // The submission queue (FIFO), guarded by queue_mutex_.
+  bool async_ = false;
+  platform::Mutex queue_mutex_;
+  platform::ConditionVariable queue_cv_;
+  platform::Thread queue_thread_;
+  Submission* queue_head_ = nullptr;
+  Submission* queue_tail_ = nullptr;
+  bool queue_busy_ = false;
+  bool queue_shutdown_ = false;
 };
 
 }  // namespace osprey::drivers::npu

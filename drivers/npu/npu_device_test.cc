@@ -267,6 +267,59 @@ TEST_F(NpuDeviceTest, HungDeviceTimesOutAndResets) {
   ASSERT_OK(Submit([&](hal::CommandBuffer* cb) { return cb->CopyBuffer({a.get()}, {b.get()}); }));
 }
 
+TEST_F(NpuDeviceTest, QueueRunsInOrderAndDrainsOnDestruction) {
+  NpuDeviceOptions options;
+  options.wait_timeout_ns = 20'000'000;
+  Create(options);
+  auto a = Host(nullptr, 64);
+  auto b = Host(nullptr, 64);
+  auto gate = device_->CreateSemaphore(0);
+  auto done = device_->CreateSemaphore(0);
+  ASSERT_OK(gate);
+  ASSERT_OK(done);
+  const uint32_t one = 1, two = 2;
+  // Two submissions: the first waits for the host, the second (no waits)
+  // must still run after it.
+  auto first = device_->CreateCommandBuffer(hal::CommandBufferMode::kDefault);
+  auto second = device_->CreateCommandBuffer(hal::CommandBufferMode::kDefault);
+  ASSERT_OK(first);
+  ASSERT_OK(second);
+  ASSERT_OK((*first)->Begin());
+  ASSERT_OK((*first)->UpdateBuffer(&one, {a.get(), 0, 4}));
+  ASSERT_OK((*first)->End());
+  ASSERT_OK((*second)->Begin());
+  ASSERT_OK((*second)->CopyBuffer({a.get(), 0, 4}, {b.get(), 0, 4}));
+  ASSERT_OK((*second)->UpdateBuffer(&two, {a.get(), 0, 4}));
+  ASSERT_OK((*second)->End());
+  hal::Semaphore* gates[] = {gate->get()};
+  hal::Semaphore* dones[] = {done->get()};
+  uint64_t v1[] = {1}, v2[] = {2};
+  hal::CommandBuffer* c1[] = {first->get()};
+  hal::CommandBuffer* c2[] = {second->get()};
+  ASSERT_OK(device_->QueueExecute({gates, v1}, c1, {dones, v1}));
+  ASSERT_OK(device_->QueueExecute({}, c2, {dones, v2}));
+  EXPECT_EQ(*(*done)->Query(), 0u);  // Held by the gate.
+  ASSERT_OK((*gate)->Signal(1));
+  ASSERT_OK((*done)->Wait(2, platform::DeadlineFromTimeout(5'000'000'000)));
+  uint32_t copied = 0, last = 0;
+  ASSERT_OK(b->ReadData(0, &copied, 4));
+  ASSERT_OK(a->ReadData(0, &last, 4));
+  EXPECT_EQ(copied, 1u);
+  EXPECT_EQ(last, 2u);
+
+  // A submission whose wait is never reached is still pending when the
+  // device goes away: destruction drains it, failing its semaphore.
+  auto never = device_->CreateSemaphore(0);
+  ASSERT_OK(never);
+  hal::Semaphore* nevers[] = {never->get()};
+  uint64_t v3[] = {3};
+  ASSERT_OK(device_->QueueExecute({nevers, v1}, c2, {dones, v3}));
+  device_.reset();
+  Status s = (*done)->Wait(3, platform::DeadlineFromTimeout(5'000'000'000));
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(Text(s).find("wait semaphore 0"), std::string::npos) << Text(s);
+}
+
 TEST_F(NpuDeviceTest, RejectsWhatTheNpuCannotRun) {
   Create();
   ConvFixture f;

@@ -1,6 +1,7 @@
 // The npu driver opts into the HAL conformance suite.
 //
-// Capabilities: the queue is synchronous with a wait timeout, and hosted
+// Capabilities: the queue is asynchronous (a queue thread) and fails a
+// submission whose wait is not reached within the wait timeout; hosted
 // builds have threads. The CTS CPU kernels are host code the NPU cannot run
 // (it executes npu-v1 command streams only), so kernel tests skip.
 #include "drivers/npu/npu_device.h"
@@ -23,7 +24,7 @@ std::vector<Backend> Backends() {
   Backend backend;
   backend.name = "npu";
   backend.create_device = &CreateNpuDevice;
-  backend.capabilities = kCapabilityWaitTimeout | kCapabilityThreads;
+  backend.capabilities = kCapabilityAsyncQueue | kCapabilityWaitTimeout | kCapabilityThreads;
   backend.executable_format = "npu-v1";
   return {backend};
 }
