@@ -10,6 +10,16 @@ namespace osprey::vm {
 
 namespace fb = ::osprey::vm::schema;
 
+namespace {
+// Inline vectors can only be aligned up to FLATBUFFERS_MAX_ALIGNMENT inside
+// the buffer; larger alignments always go after it.
+template <typename Segment>
+bool IsExternal(const Segment& s, const BuildOptions& options) {
+  if (s.data.empty()) return false;
+  return s.data.size() >= options.external_threshold || s.alignment > FLATBUFFERS_MAX_ALIGNMENT;
+}
+}  // namespace
+
 //===----------------------------------------------------------------------===//
 // BytecodeWriter
 //===----------------------------------------------------------------------===//
@@ -157,13 +167,15 @@ StatusOr<std::vector<uint8_t>> ModuleBuilder::Serialize(
 
   auto make_data = [&](const Segment& s, flatbuffers::Offset<flatbuffers::Vector<uint8_t>>* data,
                        bool* external, fb::ExternalRange* range) {
-    *external = s.data.size() >= options.external_threshold && !s.data.empty();
+    *external = IsExternal(s, options);
     if (*external) {
       *range = fb::ExternalRange(external_offsets[next_external++], s.data.size());
-    } else {
-      b.ForceVectorAlignment(s.data.size(), 1, s.alignment < 4 ? 4 : s.alignment);
-      *data = b.CreateVector(s.data);
+      return;
     }
+    // Invalid alignments are written as-is (tests of the loader use them).
+    bool valid = s.alignment != 0 && (s.alignment & (s.alignment - 1)) == 0;
+    if (valid) b.ForceVectorAlignment(s.data.size(), 1, s.alignment < 4 ? 4 : s.alignment);
+    *data = b.CreateVector(s.data);
   };
 
   std::vector<flatbuffers::Offset<fb::ImportDef>> imports;
@@ -251,10 +263,10 @@ StatusOr<std::vector<uint8_t>> ModuleBuilder::Build(const BuildOptions& options)
   // External segments in file order: rodata, then executables.
   std::vector<const Segment*> external;
   for (const Segment& s : rodata_) {
-    if (!s.data.empty() && s.data.size() >= options.external_threshold) external.push_back(&s);
+    if (IsExternal(s, options)) external.push_back(&s);
   }
   for (const Segment& s : executables_) {
-    if (!s.data.empty() && s.data.size() >= options.external_threshold) external.push_back(&s);
+    if (IsExternal(s, options)) external.push_back(&s);
   }
   std::vector<uint64_t> offsets(external.size(), 0);
   OSPREY_ASSIGN_OR_RETURN(std::vector<uint8_t> file, Serialize(options, offsets));

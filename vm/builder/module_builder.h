@@ -70,7 +70,8 @@ class BytecodeWriter {
 
 struct BuildOptions {
   // Rodata segments and executables of at least this many bytes are stored
-  // after the FlatBuffer at aligned file offsets instead of inline.
+  // after the FlatBuffer at aligned file offsets instead of inline. Those
+  // aligned to more than 32 bytes (the FlatBuffers limit) always are.
   size_t external_threshold = SIZE_MAX;
 };
 

@@ -89,7 +89,7 @@ export @main = @f
 
 TEST(AsmTest, ExternalSegmentsRoundTrip) {
   std::string hex(2 * 3000, 'a');
-  std::string text = "module @m\nrodata @big align 64 hex \"" + hex +
+  std::string text = "module @m\nrodata @big align 16 hex \"" + hex +
                      "\"\nfunc @f() {\n  return\n}\n";
   BuildOptions options;
   options.external_threshold = 1024;
