@@ -296,7 +296,7 @@ StatusOr<std::vector<uint8_t>> BuildSimpleAdd(const std::vector<uint8_t>& elf,
   }
   builder.AddRodata("name_x", Text("input 'x'"), 1);
   builder.AddRodata("scale_export", Text("scale"), 1);
-  builder.AddExecutable(format, "vector_add", elf, 64);
+  builder.AddExecutable(format, "vector_add", elf, 16);
   Emitter emitter(builder);
   OSPREY_RETURN_IF_ERROR(BuildMain(builder, emitter), "building main");
   OSPREY_RETURN_IF_ERROR(BuildScale(builder, emitter), "building scale");
@@ -324,7 +324,7 @@ StatusOr<std::vector<uint8_t>> AssembleWithExecutable(const std::string& asm_pat
                                                       const std::string& format) {
   OSPREY_ASSIGN_OR_RETURN(auto text_bytes, tools::ReadFileBytes(asm_path));
   std::string text(text_bytes.begin(), text_bytes.end());
-  text += "\nexecutable \"" + format + "\" @vector_add align 64 hex \"";
+  text += "\nexecutable \"" + format + "\" @vector_add align 16 hex \"";
   static const char kHex[] = "0123456789abcdef";
   for (uint8_t byte : elf) {
     text += kHex[byte >> 4];
