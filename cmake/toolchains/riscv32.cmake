@@ -39,6 +39,12 @@ option(OSPREY_SEMIHOSTING
        "Link picolibc's semihosting crt0 and I/O (stdout, exit code to the debugger or QEMU)" ON)
 
 set(_osprey_arch "-march=rv32imafc -mabi=ilp32f")
+# For code built outside CMake's rules (e.g. shared objects for the ELF
+# loader): the CPU flags, and the linker for shared objects (the
+# riscv64-unknown-elf binutils do not support -shared).
+set(OSPREY_TOOLCHAIN_CPU_FLAGS "${_osprey_arch}")
+find_program(OSPREY_TOOLCHAIN_SHARED_LINKER NAMES ld.lld-19 PATHS /usr/lib/llvm-19/bin)
+set(OSPREY_TOOLCHAIN_SHARED_LINK_FLAGS "")
 set(_osprey_picolibc /usr/lib/picolibc/riscv64-unknown-elf)
 set(_osprey_common "${_osprey_arch} -ffunction-sections -fdata-sections")
 set(CMAKE_C_FLAGS_INIT "${_osprey_common} -isystem ${_osprey_picolibc}/include")

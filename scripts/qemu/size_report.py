@@ -107,9 +107,9 @@ def main():
       osprey_sections.append((size, name, group))
 
   def row(label, c):
-    return f"  {label:<28} {c['text']:>8} {c['data']:>6} {c['bss']:>8}"
+    return f"  {label:<38} {c['text']:>8} {c['data']:>6} {c['bss']:>8}"
 
-  print(f"  {'component':<28} {'text':>8} {'data':>6} {'bss':>8}")
+  print(f"  {'component':<38} {'text':>8} {'data':>6} {'bss':>8}")
   osprey = collections.Counter()
   everything = collections.Counter()
   for group in sorted(totals, key=lambda g: -(totals[g]["text"] + totals[g]["data"])):
