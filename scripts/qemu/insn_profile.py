@@ -57,7 +57,7 @@ def main():
   per_symbol = collections.Counter()
   for pc, count in per_pc.items():
     i = bisect.bisect_right(starts, pc) - 1
-    name = table[i][2] if i >= 0 and pc < table[i][1] else "(unknown)"
+    name = table[i][2] if i >= 0 and pc < table[i][1] else "(outside the image: loaded code)"
     per_symbol[name] += count
   print(f"functions executing the most instructions (of {len(per_symbol)}):")
   for name, count in per_symbol.most_common(args.top):
