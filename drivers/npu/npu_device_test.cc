@@ -255,7 +255,7 @@ TEST_F(NpuDeviceTest, WriteThroughReadOnlyBindingFaultsWithContext) {
 
 TEST_F(NpuDeviceTest, HungDeviceTimesOutAndResets) {
   NpuDeviceOptions options;
-  options.job_timeout_ns = 20'000'000;
+  options.job_timeout_ns = 200'000'000;
   options.hardware_options.simulate_hang = true;
   Create(options);
   auto a = Host(nullptr, 64);
@@ -268,9 +268,7 @@ TEST_F(NpuDeviceTest, HungDeviceTimesOutAndResets) {
 }
 
 TEST_F(NpuDeviceTest, QueueRunsInOrderAndDrainsOnDestruction) {
-  NpuDeviceOptions options;
-  options.wait_timeout_ns = 20'000'000;
-  Create(options);
+  Create();  // Default wait timeout (10 s): the host signals well before.
   auto a = Host(nullptr, 64);
   auto b = Host(nullptr, 64);
   auto gate = device_->CreateSemaphore(0);
@@ -308,14 +306,25 @@ TEST_F(NpuDeviceTest, QueueRunsInOrderAndDrainsOnDestruction) {
   EXPECT_EQ(last, 2u);
 
   // A submission whose wait is never reached is still pending when the
-  // device goes away: destruction drains it, failing its semaphore.
+  // device goes away: destruction drains it, failing its semaphore after
+  // the (short) wait timeout.
+  NpuDeviceOptions options;
+  options.wait_timeout_ns = 20'000'000;
+  Create(options);
+  auto cb = device_->CreateCommandBuffer(hal::CommandBufferMode::kDefault);
   auto never = device_->CreateSemaphore(0);
+  auto failed = device_->CreateSemaphore(0);
+  ASSERT_OK(cb);
   ASSERT_OK(never);
+  ASSERT_OK(failed);
+  ASSERT_OK((*cb)->Begin());
+  ASSERT_OK((*cb)->End());
   hal::Semaphore* nevers[] = {never->get()};
-  uint64_t v3[] = {3};
-  ASSERT_OK(device_->QueueExecute({nevers, v1}, c2, {dones, v3}));
+  hal::Semaphore* faileds[] = {failed->get()};
+  hal::CommandBuffer* c3[] = {cb->get()};
+  ASSERT_OK(device_->QueueExecute({nevers, v1}, c3, {faileds, v1}));
   device_.reset();
-  Status s = (*done)->Wait(3, platform::DeadlineFromTimeout(5'000'000'000));
+  Status s = (*failed)->Wait(1, platform::DeadlineFromTimeout(5'000'000'000));
   EXPECT_FALSE(s.ok());
   EXPECT_NE(Text(s).find("wait semaphore 0"), std::string::npos) << Text(s);
 }
