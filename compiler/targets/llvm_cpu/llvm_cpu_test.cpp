@@ -1,0 +1,356 @@
+// Compiles small graphs with the LLVM CPU backend, loads the libraries with
+// the runtime's ELF loader and runs every dispatch against references
+// computed here.
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "compiler/dispatch/dispatch_ir.h"
+#include "compiler/graph/ir_text.h"
+#include "compiler/structured/fusion.h"
+#include "compiler/structured/lower_graph.h"
+#include "compiler/targets/llvm_cpu/library.h"
+#include "gtest/gtest.h"
+#include "hal/local/loaders/elf/elf_loader.h"
+
+namespace osprey::compiler::llvm_cpu {
+namespace {
+
+using dispatch::BufferKind;
+using dispatch::DispatchProgram;
+
+std::string statusText(const osprey::Status &s) {
+  char buf[512];
+  s.ToString(buf, sizeof(buf));
+  return buf;
+}
+
+// A compiled graph plus an executor that runs its dispatches in order with
+// transients placed in one arena at their planned offsets.
+class Compiled {
+public:
+  absl::Status compile(llvm::StringRef text) {
+    auto graph = graph::parseGraph(text, "test");
+    if (!graph.ok()) {
+      return graph.status();
+    }
+    auto program = structured::lowerToStructured(**graph);
+    if (!program.ok()) {
+      return program.status();
+    }
+    if (absl::Status s = structured::fuseAndTile(*program); !s.ok()) {
+      return s;
+    }
+    auto d = dispatch::formDispatchRegions(std::move(*program));
+    if (!d.ok()) {
+      return d.status();
+    }
+    program_ = std::move(*d);
+    if (absl::Status s = dispatch::planMemory(program_); !s.ok()) {
+      return s;
+    }
+    auto target = resolveCpuTarget("host");
+    if (!target.ok()) {
+      return target.status();
+    }
+    auto bytes = buildExecutableLibrary(program_, *target, {"test"});
+    if (!bytes.ok()) {
+      return bytes.status();
+    }
+    bytes_ = std::move(*bytes);
+    hal::ExecutableParams params;
+    params.format = target->elfFormat.c_str();
+    params.data = bytes_;
+    auto exe = loader_.Load(params, hal::local::ImportTable{},
+                            osprey::Allocator::Default());
+    if (!exe.ok()) {
+      return absl::InternalError("loading failed: " +
+                                 statusText(exe.status()));
+    }
+    executable_ = std::move(*exe);
+    return absl::OkStatus();
+  }
+
+  const DispatchProgram &program() const { return program_; }
+  const hal::local::LocalExecutable &executable() const {
+    return *executable_;
+  }
+
+  unsigned tensor(llvm::StringRef name) const {
+    for (unsigned t = 0; t < program_.program.tensors.size(); ++t) {
+      if (program_.program.tensors[t].name == name) {
+        return t;
+      }
+    }
+    ADD_FAILURE() << "no tensor " << name.str();
+    return 0;
+  }
+
+  // Runs all dispatches; |inputs| in graph input order. Returns outputs.
+  std::vector<std::vector<float>>
+  run(const std::vector<std::vector<float>> &inputs) {
+    const auto &p = program_.program;
+    std::vector<float> arena(program_.arenaSize / 4 + 1);
+    std::map<unsigned, std::vector<float>> storage;
+    for (unsigned i = 0; i < p.inputs.size(); ++i) {
+      storage[p.inputs[i]] = inputs[i];
+    }
+    for (const dispatch::Buffer &b : program_.buffers) {
+      if (b.kind == BufferKind::Output) {
+        storage[b.tensor].assign(b.byteSize / 4, NAN);
+      } else if (b.kind == BufferKind::Constant) {
+        llvm::ArrayRef<uint8_t> raw = p.tensors[b.tensor].constant->bytes();
+        std::vector<float> v(raw.size() / 4);
+        memcpy(v.data(), raw.data(), raw.size());
+        storage[b.tensor] = v;
+      }
+    }
+    auto pointer = [&](unsigned t) -> float * {
+      const dispatch::Buffer &b = program_.buffers[program_.storageOf(t)];
+      if (b.kind == BufferKind::Transient) {
+        return arena.data() + b.offset / 4;
+      }
+      return storage.at(b.tensor).data();
+    };
+    for (unsigned r = 0; r < program_.regions.size(); ++r) {
+      const dispatch::DispatchRegion &region = program_.regions[r];
+      std::vector<void *> ptrs;
+      std::vector<size_t> lengths;
+      for (const dispatch::Binding &b : region.bindings) {
+        ptrs.push_back(pointer(b.tensor));
+        lengths.push_back(program_.buffers[b.tensor].byteSize);
+      }
+      osprey_dispatch_state_v1_t state = {};
+      state.workgroup_size_x = state.workgroup_size_y =
+          state.workgroup_size_z = 1;
+      state.workgroup_count_x = region.workgroupCount[0];
+      state.workgroup_count_y = region.workgroupCount[1];
+      state.workgroup_count_z = region.workgroupCount[2];
+      state.max_concurrency = 1;
+      state.binding_count = ptrs.size();
+      state.binding_ptrs = ptrs.data();
+      state.binding_lengths = lengths.data();
+      for (uint32_t z = 0; z < state.workgroup_count_z; ++z) {
+        for (uint32_t y = 0; y < state.workgroup_count_y; ++y) {
+          for (uint32_t x = 0; x < state.workgroup_count_x; ++x) {
+            osprey_workgroup_state_v1_t wg = {};
+            wg.workgroup_id_x = x;
+            wg.workgroup_id_y = y;
+            wg.workgroup_id_z = z;
+            EXPECT_EQ(executable_->CallWorkgroup(r, &state, &wg), 0);
+          }
+        }
+      }
+    }
+    std::vector<std::vector<float>> outputs;
+    for (unsigned t : p.outputs) {
+      outputs.push_back(storage.at(t));
+    }
+    return outputs;
+  }
+
+private:
+  DispatchProgram program_;
+  std::vector<uint8_t> bytes_;
+  hal::local::loaders::elf::ElfLoader loader_;
+  ref_ptr<hal::local::LocalExecutable> executable_;
+};
+
+std::vector<float> randomData(size_t n, float lo, float hi, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v) {
+    x = dist(rng);
+  }
+  return v;
+}
+
+void expectNear(const std::vector<float> &got, const std::vector<float> &want,
+                float tolerance) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], tolerance * (1 + std::fabs(want[i])))
+        << "element " << i;
+  }
+}
+
+TEST(LlvmCpuTest, LibraryExportsOneFunctionPerRegion) {
+  Compiled c;
+  ASSERT_TRUE(c.compile(R"(
+graph @two(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) {
+  %a = MatMul(%x, %w) : tensor<4x4xf32>
+  %b = MatMul(%a, %w) : tensor<4x4xf32>
+  return %b
+})")
+                  .ok());
+  const auto &exe = c.executable();
+  ASSERT_EQ(exe.export_count(), 2u);
+  EXPECT_STREQ(exe.export_info(0).name, "two_dispatch_0");
+  EXPECT_EQ(exe.export_info(1).binding_count, 3u);
+  EXPECT_EQ(exe.export_info(1).binding_write_mask, 0b100u);
+}
+
+TEST(LlvmCpuTest, GemmBiasReluMatchesReference) {
+  Compiled c;
+  absl::Status s = c.compile(R"(
+graph @fc(%x: tensor<5x24xf32>, %w: tensor<24x19xf32>, %b: tensor<19xf32>) {
+  %y = Gemm(%x, %w, %b) : tensor<5x19xf32> loc("fc")
+  %r = Relu(%y) : tensor<5x19xf32> loc("relu")
+  return %r
+})");
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(c.program().regions.size(), 1u) << "bias and relu are fused";
+  auto x = randomData(5 * 24, -1, 1, 1);
+  auto w = randomData(24 * 19, -1, 1, 2);
+  auto b = randomData(19, -1, 1, 3);
+  std::vector<float> want(5 * 19);
+  for (int i = 0; i < 5; ++i) {
+    for (int j = 0; j < 19; ++j) {
+      float acc = 0;
+      for (int k = 0; k < 24; ++k) {
+        acc += x[i * 24 + k] * w[k * 19 + j];
+      }
+      want[i * 19 + j] = std::max(acc + b[j], 0.0f);
+    }
+  }
+  expectNear(c.run({x, w, b})[0], want, 1e-5f);
+}
+
+TEST(LlvmCpuTest, StridedPaddedConvOverSeveralWorkgroups) {
+  Compiled c;
+  absl::Status s = c.compile(R"(
+graph @conv(%x: tensor<1x3x9x9xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) {
+  %y = Conv(%x, %w, %b) {pads = [1, 1, 1, 1], strides = [2, 2]} : tensor<1x4x5x5xf32> loc("conv")
+  return %y
+})");
+  ASSERT_TRUE(s.ok()) << s.message();
+  const auto &wg = c.program().regions[0].workgroupCount;
+  ASSERT_GT(wg[0] * wg[1] * wg[2], 1) << "the test must cover tiling";
+  auto x = randomData(3 * 81, -1, 1, 4);
+  auto w = randomData(4 * 27, -1, 1, 5);
+  auto b = randomData(4, -1, 1, 6);
+  std::vector<float> want(4 * 25);
+  for (int m = 0; m < 4; ++m) {
+    for (int oh = 0; oh < 5; ++oh) {
+      for (int ow = 0; ow < 5; ++ow) {
+        float acc = b[m];
+        for (int ci = 0; ci < 3; ++ci) {
+          for (int kh = 0; kh < 3; ++kh) {
+            for (int kw = 0; kw < 3; ++kw) {
+              int ih = oh * 2 + kh - 1, iw = ow * 2 + kw - 1;
+              if (ih < 0 || ih >= 9 || iw < 0 || iw >= 9) {
+                continue;
+              }
+              acc += x[ci * 81 + ih * 9 + iw] * w[m * 27 + ci * 9 + kh * 3 + kw];
+            }
+          }
+        }
+        want[m * 25 + oh * 5 + ow] = acc;
+      }
+    }
+  }
+  expectNear(c.run({x, w, b})[0], want, 1e-5f);
+}
+
+TEST(LlvmCpuTest, InlineMathMatchesLibm) {
+  Compiled c;
+  absl::Status s = c.compile(R"(
+graph @math(%x: tensor<3x8x130xf32>) {
+  %e = Exp(%x) : tensor<3x8x130xf32>
+  %t = Tanh(%x) : tensor<3x8x130xf32>
+  %s = Sigmoid(%x) : tensor<3x8x130xf32>
+  %f = Erf(%x) : tensor<3x8x130xf32>
+  %a = Abs(%x) : tensor<3x8x130xf32>
+  %l = Log(%a) : tensor<3x8x130xf32>
+  return %e, %t, %s, %f, %l
+})");
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_GT(c.program().regions[0].workgroupCount[2], 1)
+      << "the test must cover the linearized z dimension";
+  auto x = randomData(3 * 8 * 130, -9, 9, 7);
+  x[0] = 0.0f;
+  x[1] = 1e-4f;
+  auto out = c.run({x});
+  std::vector<float> e, t, sg, f, l;
+  for (float v : x) {
+    e.push_back(std::exp(v));
+    t.push_back(std::tanh(v));
+    sg.push_back(1 / (1 + std::exp(-v)));
+    f.push_back(std::erf(v));
+    l.push_back(std::log(std::fabs(v)));
+  }
+  expectNear(out[0], e, 2e-6f);
+  expectNear(out[1], t, 1e-6f);
+  expectNear(out[2], sg, 1e-6f);
+  expectNear(out[3], f, 1e-6f);
+  // log(0) = -inf is checked apart.
+  EXPECT_TRUE(std::isinf(out[4][0]) && out[4][0] < 0);
+  out[4][0] = l[0] = 0;
+  expectNear(out[4], l, 2e-6f);
+}
+
+TEST(LlvmCpuTest, SoftmaxAcrossRegionsSharesTheArena) {
+  Compiled c;
+  absl::Status s = c.compile(R"(
+graph @softmax(%x: tensor<4x33xf32>) {
+  %y = Softmax(%x) {axis = -1} : tensor<4x33xf32> loc("sm")
+  return %y
+})");
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_GT(c.program().regions.size(), 2u);
+  auto x = randomData(4 * 33, -5, 5, 8);
+  std::vector<float> want(4 * 33);
+  for (int i = 0; i < 4; ++i) {
+    float mx = -INFINITY, sum = 0;
+    for (int j = 0; j < 33; ++j) {
+      mx = std::max(mx, x[i * 33 + j]);
+    }
+    for (int j = 0; j < 33; ++j) {
+      sum += std::exp(x[i * 33 + j] - mx);
+    }
+    for (int j = 0; j < 33; ++j) {
+      want[i * 33 + j] = std::exp(x[i * 33 + j] - mx) / sum;
+    }
+  }
+  expectNear(c.run({x})[0], want, 1e-5f);
+}
+
+TEST(LlvmCpuTest, PaddedMaxPoolUsesNegativeInfinity) {
+  Compiled c;
+  absl::Status s = c.compile(R"(
+graph @pool(%x: tensor<1x1x4x4xf32>) {
+  %y = MaxPool(%x) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [1, 1]} : tensor<1x1x4x4xf32>
+  return %y
+})");
+  ASSERT_TRUE(s.ok()) << s.message();
+  auto x = randomData(16, -10, -1, 9); // all negative: padding must not win
+  std::vector<float> want(16);
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      float m = -INFINITY;
+      for (int a = std::max(0, i - 1); a <= std::min(3, i + 1); ++a) {
+        for (int b = std::max(0, j - 1); b <= std::min(3, j + 1); ++b) {
+          m = std::max(m, x[a * 4 + b]);
+        }
+      }
+      want[i * 4 + j] = m;
+    }
+  }
+  expectNear(c.run({x})[0], want, 0);
+}
+
+TEST(LlvmCpuTest, NonFloatElementTypesAreUnimplemented) {
+  Compiled c;
+  absl::Status s = c.compile(R"(
+graph @ints(%x: tensor<4xi32>, %y: tensor<4xi32>) {
+  %z = Add(%x, %y) : tensor<4xi32> loc("add_i32")
+  return %z
+})");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(std::string(s.message()).find("node 'add_i32'"), std::string::npos)
+      << s.message();
+}
+
+} // namespace
+} // namespace osprey::compiler::llvm_cpu
