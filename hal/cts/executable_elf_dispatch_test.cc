@@ -80,11 +80,11 @@ TEST_P(ExecutableElfTest, VectorAddWithBindingsAndConstants) {
   OSPREY_CTS_ASSERT_OK(c_buf);
   auto cb = BeginCommandBuffer();
   OSPREY_CTS_ASSERT_OK(cb);
-  BufferRef bindings[] = {{a_buf->get(), 0, n * 4}, {b_buf->get(), 0, n * 4},
-                          {c_buf->get(), 0, n * 4}};
+  BufferRef bindings[] = {
+      {a_buf->get(), 0, n * 4}, {b_buf->get(), 0, n * 4}, {c_buf->get(), 0, n * 4}};
   const uint32_t constants[] = {n};
-  OSPREY_CTS_ASSERT_OK((*cb)->Dispatch(executable->get(), add, {(n + 63) / 64, 1, 1}, constants,
-                                       bindings));
+  OSPREY_CTS_ASSERT_OK(
+      (*cb)->Dispatch(executable->get(), add, {(n + 63) / 64, 1, 1}, constants, bindings));
   OSPREY_CTS_ASSERT_OK(SubmitAndWait(cb->get()));
   auto c = ReadAs<float>(c_buf->get());
   ASSERT_EQ(c.size(), n);
@@ -111,8 +111,7 @@ TEST_P(ExecutableElfTest, WorkgroupIdsAndLocalMemory) {
   BufferRef id_bindings[] = {{ids->get(), 0, kWholeBuffer}};
   OSPREY_CTS_ASSERT_OK((*cb)->Dispatch(executable->get(), grid_ids, {3, 2, 2}, {}, id_bindings));
   BufferRef sum_bindings[] = {{in_buf->get(), 0, kWholeBuffer}, {out_buf->get(), 0, kWholeBuffer}};
-  OSPREY_CTS_ASSERT_OK(
-      (*cb)->Dispatch(executable->get(), chunk_sum, {4, 1, 1}, {}, sum_bindings));
+  OSPREY_CTS_ASSERT_OK((*cb)->Dispatch(executable->get(), chunk_sum, {4, 1, 1}, {}, sum_bindings));
   OSPREY_CTS_ASSERT_OK(SubmitAndWait(cb->get()));
   auto got = ReadAs<uint32_t>(ids->get());
   for (uint32_t z = 0; z < 2; ++z) {
@@ -140,9 +139,8 @@ TEST_P(ExecutableElfTest, RelocatedPointerTables) {
   OSPREY_CTS_ASSERT_OK(cb);
   BufferRef bindings[] = {{out->get(), 0, 16}};
   const uint32_t constants[] = {2, 6, 7};  // ops[2] = multiply, words[2] = "gamma".
-  OSPREY_CTS_ASSERT_OK(
-      (*cb)->Dispatch(executable->get(), Export(executable->get(), "apply"), {1, 1, 1},
-                      constants, bindings));
+  OSPREY_CTS_ASSERT_OK((*cb)->Dispatch(executable->get(), Export(executable->get(), "apply"),
+                                       {1, 1, 1}, constants, bindings));
   OSPREY_CTS_ASSERT_OK(SubmitAndWait(cb->get()));
   auto got = ReadAs<int32_t>(out->get());
   EXPECT_EQ(got[0], 42);
@@ -190,8 +188,7 @@ TEST_P(ExecutableElfTest, ForeignArchitectureIsNotPrepared) {
   const char* foreign = std::string(kHostArch) == "armv7em" ? "riscv32" : "armv7em";
   const std::string format = std::string("elf-") + foreign;
   EXPECT_FALSE(cache_->CanPrepareFormat(format.c_str()));
-  auto executable = Prepare(osprey::testing::TestExecutable("vector_add", foreign),
-                            format.c_str());
+  auto executable = Prepare(osprey::testing::TestExecutable("vector_add", foreign), format.c_str());
   EXPECT_FALSE(executable.ok());
   EXPECT_TRUE(CodeOf(executable) == StatusCode::kUnimplemented ||
               CodeOf(executable) == StatusCode::kUnavailable)

@@ -7,9 +7,9 @@
 #include <cstring>
 
 #include "hal/local/executable_library.h"
+#include "hal/local/library_executable.h"
 #include "hal/local/loaders/elf/elf_image.h"
 #include "hal/local/loaders/elf/elf_loader.h"
-#include "hal/local/library_executable.h"
 #include "tools/osprey-dump/dump.h"
 
 namespace osprey::tools::dump {
@@ -106,16 +106,15 @@ Status DumpLibrary(const ElfImage& image, std::string* out) {
 }  // namespace
 
 bool IsElf(std::span<const uint8_t> data) {
-  return data.size() >= 4 && data[0] == 0x7f && data[1] == 'E' && data[2] == 'L' &&
-         data[3] == 'F';
+  return data.size() >= 4 && data[0] == 0x7f && data[1] == 'E' && data[2] == 'L' && data[3] == 'F';
 }
 
 Status DumpElfLibrary(std::span<const uint8_t> data, std::string* out) {
   OSPREY_ASSIGN_OR_RETURN(ElfMachine machine, IdentifyElfMachine(data));
   ElfMachine host;
   const bool native = ElfHostMachine(&host) && host == machine;
-  Appendf(out, "format: %s (ELF%s, %s)\n", ElfMachineFormat(machine),
-          data[4] == 2 ? "64" : "32", ElfMachineName(machine));
+  Appendf(out, "format: %s (ELF%s, %s)\n", ElfMachineFormat(machine), data[4] == 2 ? "64" : "32",
+          ElfMachineName(machine));
 
   ElfImageOptions options;
   options.machine = machine;

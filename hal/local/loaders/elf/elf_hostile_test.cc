@@ -119,8 +119,8 @@ TEST_F(ElfHostileTest, TruncationWithoutSectionHeaders) {
   size_t load_end = 0;
   for (uint32_t i = 0; i < editor.phnum(); ++i) {
     if (editor.GetPhdr(i, PhdrField::kType) != kPtLoad) continue;
-    load_end = std::max<size_t>(load_end, editor.GetPhdr(i, PhdrField::kOffset) +
-                                              editor.GetPhdr(i, PhdrField::kFilesz));
+    load_end = std::max<size_t>(
+        load_end, editor.GetPhdr(i, PhdrField::kOffset) + editor.GetPhdr(i, PhdrField::kFilesz));
   }
   const auto& full = editor.bytes();
   for (size_t n = 0; n < full.size(); ++n) {
@@ -172,19 +172,27 @@ TEST_F(ElfHostileTest, RandomHeaderFieldValues) {
     const size_t dyn_end = dyn + base.GetPhdr(base.FindPhdr(2), PhdrField::kFilesz);
     const size_t ph_end = base.phoff() + base.phnum() * (base.is64() ? 56 : 32);
     std::mt19937 rng(99);
-    const uint64_t kInteresting[] = {0, 1, 0x7f, 0x80, 0xff, 0xffff, 0x7fffffff, 0x80000000,
-                                     0xffffffff, 0xfffffffffffffff0ull, ~0ull, 4096};
+    const uint64_t kInteresting[] = {
+        0,      1,          0x7f,       0x80,       0xff,
+        0xffff, 0x7fffffff, 0x80000000, 0xffffffff, 0xfffffffffffffff0ull,
+        ~0ull,  4096};
     for (int it = 0; it < kIterations; ++it) {
       ElfEditor e = base;
       size_t off;
       switch (rng() % 3) {
-        case 0: off = rng() % 64; break;
-        case 1: off = base.phoff() + rng() % (ph_end - base.phoff()); break;
-        default: off = dyn + rng() % (dyn_end - dyn); break;
+        case 0:
+          off = rng() % 64;
+          break;
+        case 1:
+          off = base.phoff() + rng() % (ph_end - base.phoff());
+          break;
+        default:
+          off = dyn + rng() % (dyn_end - dyn);
+          break;
       }
       const size_t size = (rng() & 1) ? 4 : (base.is64() ? 8 : 2);
-      const uint64_t value =
-          (rng() & 1) ? kInteresting[rng() % std::size(kInteresting)] : (uint64_t{rng()} << 32 | rng());
+      const uint64_t value = (rng() & 1) ? kInteresting[rng() % std::size(kInteresting)]
+                                         : (uint64_t{rng()} << 32 | rng());
       e.Set(off, size, value);
       (void)LoadForeign(e.bytes(), machine);
     }
@@ -325,8 +333,7 @@ TEST_F(ElfHostileTest, UndefinedSymbolInRelocation) {
   e.Set(e.sym_shndx_field(sym), 2, 0);  // SHN_UNDEF.
   const size_t rel = e.FirstRelocation();
   ASSERT_NE(rel, 0u);
-  const size_t symtab_index =
-      (sym - e.VaddrToOffset(e.DynamicValue(6))) / (e.is64() ? 24 : 16);
+  const size_t symtab_index = (sym - e.VaddrToOffset(e.DynamicValue(6))) / (e.is64() ? 24 : 16);
   const uint64_t abs_type = host_ == ElfMachine::kX86_64 ? 1 : 257;
   e.Set(e.reloc_info_field(rel), e.word_size(), e.RelInfo(symtab_index, abs_type));
   ExpectRejected(e.bytes(), StatusCode::kInvalidArgument,

@@ -358,8 +358,8 @@ uint8_t* ElfImageBuilder::SegmentPtr(uint64_t vaddr, uint64_t size, uint32_t* ou
 }
 
 bool ElfImageBuilder::GetSymbol(uint32_t index, Sym* out) const {
-  const uint8_t* p = SegmentPtr(image_->symtab_ + static_cast<uint64_t>(index) * SymSize(is64_),
-                                SymSize(is64_));
+  const uint8_t* p =
+      SegmentPtr(image_->symtab_ + static_cast<uint64_t>(index) * SymSize(is64_), SymSize(is64_));
   if (!p) return false;
   *out = ReadSym(p, is64_);
   return true;
@@ -409,10 +409,10 @@ Status ElfImageBuilder::Build() {
     }
     if (!InBounds(ehdr_.shoff, static_cast<uint64_t>(ehdr_.shnum) * ShdrSize(is64_),
                   data_.size())) {
-      return DataLossError("section headers (offset %llu, %u entries) extend past the end of the "
-                           "%zu-byte file; is it truncated?",
-                           static_cast<unsigned long long>(ehdr_.shoff), ehdr_.shnum,
-                           data_.size());
+      return DataLossError(
+          "section headers (offset %llu, %u entries) extend past the end of the "
+          "%zu-byte file; is it truncated?",
+          static_cast<unsigned long long>(ehdr_.shoff), ehdr_.shnum, data_.size());
     }
   }
   OSPREY_RETURN_IF_ERROR(ParseProgramHeaders());
@@ -431,14 +431,13 @@ Status ElfImageBuilder::ParseProgramHeaders() {
   const size_t phsize = PhdrSize(is64_);
   if (ehdr_.phnum == 0) return InvalidArgumentError("ELF file has no program headers");
   if (ehdr_.phentsize != phsize) {
-    return DataLossError("program header entry size is %u, expected %zu", ehdr_.phentsize,
-                         phsize);
+    return DataLossError("program header entry size is %u, expected %zu", ehdr_.phentsize, phsize);
   }
   if (!InBounds(ehdr_.phoff, static_cast<uint64_t>(ehdr_.phnum) * phsize, data_.size())) {
-    return DataLossError("program headers (offset %llu, %u entries) extend past the end of the "
-                         "%zu-byte file",
-                         static_cast<unsigned long long>(ehdr_.phoff), ehdr_.phnum,
-                         data_.size());
+    return DataLossError(
+        "program headers (offset %llu, %u entries) extend past the end of the "
+        "%zu-byte file",
+        static_cast<unsigned long long>(ehdr_.phoff), ehdr_.phnum, data_.size());
   }
   const uint64_t addr_limit = is64_ ? UINT64_MAX : 0xffffffffull;
   for (uint32_t i = 0; i < ehdr_.phnum; ++i) {
@@ -451,10 +450,11 @@ Status ElfImageBuilder::ParseProgramHeaders() {
                              static_cast<unsigned long long>(ph.memsz));
       }
       if (!InBounds(ph.offset, ph.filesz, data_.size())) {
-        return DataLossError("segment %u: file range [%llu, +%llu) extends past the end of the "
-                             "%zu-byte file",
-                             i, static_cast<unsigned long long>(ph.offset),
-                             static_cast<unsigned long long>(ph.filesz), data_.size());
+        return DataLossError(
+            "segment %u: file range [%llu, +%llu) extends past the end of the "
+            "%zu-byte file",
+            i, static_cast<unsigned long long>(ph.offset),
+            static_cast<unsigned long long>(ph.filesz), data_.size());
       }
       if (!InBounds(ph.vaddr, ph.memsz, addr_limit)) {
         return DataLossError("segment %u: address range [0x%llx, +0x%llx) overflows", i,
@@ -518,8 +518,7 @@ Status ElfImageBuilder::MapSegments() {
   uint64_t span = hi - lo;
   if (span > options_.max_image_size || span > SIZE_MAX - page_) {
     return ResourceExhaustedError("image spans %llu bytes; the limit is %zu",
-                                  static_cast<unsigned long long>(span),
-                                  options_.max_image_size);
+                                  static_cast<unsigned long long>(span), options_.max_image_size);
   }
   span = (span + page_ - 1) & ~(page_ - 1);
   image_->min_vaddr_ = lo;
@@ -535,10 +534,11 @@ Status ElfImageBuilder::MapSegments() {
     image_->load_bias_ = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(memory.base)) - lo;
   } else {
     if (!is64_ && !InBounds(options_.link_base, span, 0x100000000ull)) {
-      return InvalidArgumentError("link base 0x%llx leaves the %llu-byte image outside the 32-bit "
-                                  "address space",
-                                  static_cast<unsigned long long>(options_.link_base),
-                                  static_cast<unsigned long long>(span));
+      return InvalidArgumentError(
+          "link base 0x%llx leaves the %llu-byte image outside the 32-bit "
+          "address space",
+          static_cast<unsigned long long>(options_.link_base),
+          static_cast<unsigned long long>(span));
     }
     if (!InBounds(options_.link_base, span, UINT64_MAX)) {
       return InvalidArgumentError("link base 0x%llx overflows",
@@ -588,36 +588,72 @@ Status ElfImageBuilder::ParseDynamic() {
         if (!has_needed) needed = val;
         has_needed = true;
         break;
-      case kDtHash: hash_ = val; has_hash_ = true; break;
-      case kDtGnuHash: gnu_hash_ = val; has_gnu_hash_ = true; break;
-      case kDtStrTab: image_->strtab_ = val; has_strtab_ = true; break;
-      case kDtSymTab: image_->symtab_ = val; has_symtab_ = true; break;
-      case kDtStrSz: image_->strsz_ = val; has_strsz_ = true; break;
+      case kDtHash:
+        hash_ = val;
+        has_hash_ = true;
+        break;
+      case kDtGnuHash:
+        gnu_hash_ = val;
+        has_gnu_hash_ = true;
+        break;
+      case kDtStrTab:
+        image_->strtab_ = val;
+        has_strtab_ = true;
+        break;
+      case kDtSymTab:
+        image_->symtab_ = val;
+        has_symtab_ = true;
+        break;
+      case kDtStrSz:
+        image_->strsz_ = val;
+        has_strsz_ = true;
+        break;
       case kDtSymEnt:
         if (val != SymSize(is64_)) {
           return DataLossError("DT_SYMENT is %llu, expected %zu",
                                static_cast<unsigned long long>(val), SymSize(is64_));
         }
         break;
-      case kDtRel: rel = val; has_rel = true; break;
-      case kDtRelSz: relsz = val; has_relsz = true; break;
+      case kDtRel:
+        rel = val;
+        has_rel = true;
+        break;
+      case kDtRelSz:
+        relsz = val;
+        has_relsz = true;
+        break;
       case kDtRelEnt:
         if (val != RelSize(is64_)) {
           return DataLossError("DT_RELENT is %llu, expected %zu",
                                static_cast<unsigned long long>(val), RelSize(is64_));
         }
         break;
-      case kDtRela: rela = val; has_rela = true; break;
-      case kDtRelaSz: relasz = val; has_relasz = true; break;
+      case kDtRela:
+        rela = val;
+        has_rela = true;
+        break;
+      case kDtRelaSz:
+        relasz = val;
+        has_relasz = true;
+        break;
       case kDtRelaEnt:
         if (val != RelaSize(is64_)) {
           return DataLossError("DT_RELAENT is %llu, expected %zu",
                                static_cast<unsigned long long>(val), RelaSize(is64_));
         }
         break;
-      case kDtJmpRel: jmprel = val; has_jmprel = true; break;
-      case kDtPltRelSz: pltrelsz = val; has_pltrelsz = true; break;
-      case kDtPltRel: pltrel = val; has_pltrel = true; break;
+      case kDtJmpRel:
+        jmprel = val;
+        has_jmprel = true;
+        break;
+      case kDtPltRelSz:
+        pltrelsz = val;
+        has_pltrelsz = true;
+        break;
+      case kDtPltRel:
+        pltrel = val;
+        has_pltrel = true;
+        break;
       case kDtTextRel:
         return InvalidArgumentError(
             "ELF file has relocations in read-only segments (DT_TEXTREL); build with -fPIC");
@@ -651,8 +687,9 @@ Status ElfImageBuilder::ParseDynamic() {
   }
 
   if (!has_symtab_ || !has_strtab_ || !has_strsz_) {
-    return InvalidArgumentError("ELF file has no dynamic symbol table (DT_SYMTAB, DT_STRTAB and "
-                                "DT_STRSZ are required)");
+    return InvalidArgumentError(
+        "ELF file has no dynamic symbol table (DT_SYMTAB, DT_STRTAB and "
+        "DT_STRSZ are required)");
   }
   if (!SegmentPtr(image_->strtab_, image_->strsz_) || image_->strsz_ == 0) {
     return DataLossError("dynamic string table [0x%llx, +%llu) is not inside a loadable segment",
@@ -713,10 +750,10 @@ Status ElfImageBuilder::CountSymbols() {
     const uint64_t nbucket = Le32(h);
     const uint64_t nchain = Le32(h + 4);
     if (!SegmentPtr(hash_, (2 + nbucket + nchain) * 4)) {
-      return DataLossError("DT_HASH table (%llu buckets, %llu chains) is not inside a loadable "
-                           "segment",
-                           static_cast<unsigned long long>(nbucket),
-                           static_cast<unsigned long long>(nchain));
+      return DataLossError(
+          "DT_HASH table (%llu buckets, %llu chains) is not inside a loadable "
+          "segment",
+          static_cast<unsigned long long>(nbucket), static_cast<unsigned long long>(nchain));
     }
     count = nchain;
   } else if (has_gnu_hash_) {
@@ -752,12 +789,11 @@ Status ElfImageBuilder::CountSymbols() {
     OSPREY_RETURN_IF_ERROR(CountSymbolsFromSectionHeaders());
     count = image_->symbol_count_;
   }
-  if (count > image_->size_ / sym_size ||
-      !SegmentPtr(image_->symtab_, count * sym_size)) {
-    return DataLossError("dynamic symbol table [0x%llx, %llu symbols) is not inside a loadable "
-                         "segment",
-                         static_cast<unsigned long long>(image_->symtab_),
-                         static_cast<unsigned long long>(count));
+  if (count > image_->size_ / sym_size || !SegmentPtr(image_->symtab_, count * sym_size)) {
+    return DataLossError(
+        "dynamic symbol table [0x%llx, %llu symbols) is not inside a loadable "
+        "segment",
+        static_cast<unsigned long long>(image_->symtab_), static_cast<unsigned long long>(count));
   }
   image_->symbol_count_ = static_cast<uint32_t>(count);
   return OkStatus();
@@ -766,12 +802,12 @@ Status ElfImageBuilder::CountSymbols() {
 Status ElfImageBuilder::CountSymbolsFromSectionHeaders() {
   const size_t shsize = ShdrSize(is64_);
   if (ehdr_.shoff == 0 || ehdr_.shnum == 0) {
-    return InvalidArgumentError("cannot tell the number of dynamic symbols: no DT_HASH, "
-                                "DT_GNU_HASH or section headers");
+    return InvalidArgumentError(
+        "cannot tell the number of dynamic symbols: no DT_HASH, "
+        "DT_GNU_HASH or section headers");
   }
   if (ehdr_.shentsize != shsize) {
-    return DataLossError("section header entry size is %u, expected %zu", ehdr_.shentsize,
-                         shsize);
+    return DataLossError("section header entry size is %u, expected %zu", ehdr_.shentsize, shsize);
   }
   if (!InBounds(ehdr_.shoff, static_cast<uint64_t>(ehdr_.shnum) * shsize, data_.size())) {
     return DataLossError("section headers extend past the end of the file");
@@ -789,8 +825,9 @@ Status ElfImageBuilder::CountSymbolsFromSectionHeaders() {
     image_->symbol_count_ = static_cast<uint32_t>(size / entsize);
     return OkStatus();
   }
-  return InvalidArgumentError("cannot tell the number of dynamic symbols: no DT_HASH, "
-                              "DT_GNU_HASH or SHT_DYNSYM section");
+  return InvalidArgumentError(
+      "cannot tell the number of dynamic symbols: no DT_HASH, "
+      "DT_GNU_HASH or SHT_DYNSYM section");
 }
 
 Status ElfImageBuilder::ApplyRelocations(const RelocTable& table) {
@@ -838,10 +875,11 @@ Status ElfImageBuilder::ApplyRelocations(const RelocTable& table) {
     const bool symbolic =
         type == info_.abs_word || type == info_.glob_dat || type == info_.jump_slot;
     if (type != info_.relative && !symbolic) {
-      return InvalidArgumentError("%s relocation %llu has type %llu, which the ELF loader does not "
-                                  "support for %s",
-                                  table.name, static_cast<unsigned long long>(i),
-                                  static_cast<unsigned long long>(type), info_.name);
+      return InvalidArgumentError(
+          "%s relocation %llu has type %llu, which the ELF loader does not "
+          "support for %s",
+          table.name, static_cast<unsigned long long>(i), static_cast<unsigned long long>(type),
+          info_.name);
     }
     if (symbolic && type != info_.abs_word && sym == 0) {
       return InvalidArgumentError("%s relocation %llu (type %llu) names no symbol", table.name,
@@ -851,10 +889,10 @@ Status ElfImageBuilder::ApplyRelocations(const RelocTable& table) {
     uint32_t flags = 0;
     uint8_t* target = SegmentPtr(offset, word, &flags);
     if (!target || !(flags & kElfSegmentWrite)) {
-      return InvalidArgumentError("%s relocation %llu writes to 0x%llx, outside every writable "
-                                  "segment",
-                                  table.name, static_cast<unsigned long long>(i),
-                                  static_cast<unsigned long long>(offset));
+      return InvalidArgumentError(
+          "%s relocation %llu writes to 0x%llx, outside every writable "
+          "segment",
+          table.name, static_cast<unsigned long long>(i), static_cast<unsigned long long>(offset));
     }
     if (!table.rela) {
       // REL: the addend is the word being relocated. GLOB_DAT/JUMP_SLOT
@@ -863,8 +901,8 @@ Status ElfImageBuilder::ApplyRelocations(const RelocTable& table) {
         addend = is64_ ? static_cast<int64_t>(Le64(target)) : static_cast<int32_t>(Le32(target));
       }
     }
-    const uint64_t value = (type == info_.relative ? image_->load_bias_ : s) +
-                           static_cast<uint64_t>(addend);
+    const uint64_t value =
+        (type == info_.relative ? image_->load_bias_ : s) + static_cast<uint64_t>(addend);
     if (is64_) {
       StoreLe64(target, value);
     } else {
@@ -895,9 +933,10 @@ Status ElfImageBuilder::FindQuerySymbol() {
     image_->query_address_ = image_->load_bias_ + sym.value;
     return OkStatus();
   }
-  return InvalidArgumentError("ELF file defines no symbol '%s'; it is not an Osprey executable "
-                              "library",
-                              kName);
+  return InvalidArgumentError(
+      "ELF file defines no symbol '%s'; it is not an Osprey executable "
+      "library",
+      kName);
 }
 
 Status ElfImageBuilder::Protect() {
@@ -933,11 +972,12 @@ Status ElfImageBuilder::Protect() {
       }
     }
     if ((flags & kElfSegmentWrite) && (flags & kElfSegmentExecute)) {
-      return InvalidArgumentError("segment at 0x%llx shares a %llu-byte page with a segment of "
-                                  "other permissions, which would make it writable and "
-                                  "executable",
-                                  static_cast<unsigned long long>(image_->segments_[i].vaddr),
-                                  static_cast<unsigned long long>(page_));
+      return InvalidArgumentError(
+          "segment at 0x%llx shares a %llu-byte page with a segment of "
+          "other permissions, which would make it writable and "
+          "executable",
+          static_cast<unsigned long long>(image_->segments_[i].vaddr),
+          static_cast<unsigned long long>(page_));
     }
     OSPREY_RETURN_IF_ERROR(ProtectImageMemory(memory, static_cast<size_t>(first[i]),
                                               static_cast<size_t>(last[i] - first[i]), flags));
@@ -961,8 +1001,7 @@ Status ElfImageBuilder::Protect() {
     }
     if (!shared && owners == 1) {
       OSPREY_RETURN_IF_ERROR(ProtectImageMemory(memory, static_cast<size_t>(begin),
-                                                static_cast<size_t>(end - begin),
-                                                kElfSegmentRead));
+                                                static_cast<size_t>(end - begin), kElfSegmentRead));
     }
   }
   return OkStatus();
@@ -1008,8 +1047,7 @@ osprey_executable_library_query_fn_t ElfImage::query_function() const {
 
 namespace {
 // Finds the segment holding [vaddr, vaddr + size).
-const ElfSegment* FindSegment(std::span<const ElfSegment> segments, uint64_t vaddr,
-                              uint64_t size) {
+const ElfSegment* FindSegment(std::span<const ElfSegment> segments, uint64_t vaddr, uint64_t size) {
   for (const ElfSegment& s : segments) {
     if (vaddr >= s.vaddr && InBounds(vaddr - s.vaddr, size, s.memsz)) return &s;
   }

@@ -19,8 +19,8 @@ using testing::StatusText;
 
 constexpr const char* kLibraries[] = {"vector_add", "workgroups", "failing", "imports", "tables"};
 
-#define REQUIRE_TEST_EXECUTABLES()                                                   \
-  if (!osprey::testing::TestExecutablesAvailable()) {                                \
+#define REQUIRE_TEST_EXECUTABLES()                                                  \
+  if (!osprey::testing::TestExecutablesAvailable()) {                               \
     GTEST_SKIP() << "test libraries were not built (clang-19/ld.lld-19 not found)"; \
   }
 
@@ -110,10 +110,8 @@ void CheckTables(const ElfImage& image) {
   const char* kWords[] = {"alpha", "beta", "gamma", "delta"};
   auto words = image.LookupSymbol("osprey_test_words");
   ASSERT_TRUE(words.ok()) << StatusText(words.status());
-  const size_t word = image.machine() == ElfMachine::kArmv7em ||
-                              image.machine() == ElfMachine::kRiscv32
-                          ? 4
-                          : 8;
+  const size_t word =
+      image.machine() == ElfMachine::kArmv7em || image.machine() == ElfMachine::kRiscv32 ? 4 : 8;
   for (int i = 0; i < 4; ++i) {
     auto ptr = image.ReadWord(*words + i * word);
     ASSERT_TRUE(ptr.ok());
@@ -146,8 +144,8 @@ TEST(ElfImageTest, RelocatedPointerTablesOnEveryMachine) {
   for (int i = 0; i < kElfMachineCount; ++i) {
     SCOPED_TRACE(kArches[i]);
     auto bytes = LibraryBytes("tables", kArches[i]);
-    auto image = ElfImage::Load(bytes, ForeignOptions(static_cast<ElfMachine>(i)),
-                                Allocator::Default());
+    auto image =
+        ElfImage::Load(bytes, ForeignOptions(static_cast<ElfMachine>(i)), Allocator::Default());
     ASSERT_TRUE(image.ok()) << StatusText(image.status());
     CheckTables(**image);
   }
@@ -184,10 +182,10 @@ TEST(ElfImageTest, GnuLdLayout) {
 TEST(ElfImageTest, RelocationsFollowTheLinkBase) {
   REQUIRE_TEST_EXECUTABLES();
   auto bytes = LibraryBytes("tables", "riscv32");
-  auto a = ElfImage::Load(bytes, ForeignOptions(ElfMachine::kRiscv32, 0x1000),
-                          Allocator::Default());
-  auto b = ElfImage::Load(bytes, ForeignOptions(ElfMachine::kRiscv32, 0x80001000),
-                          Allocator::Default());
+  auto a =
+      ElfImage::Load(bytes, ForeignOptions(ElfMachine::kRiscv32, 0x1000), Allocator::Default());
+  auto b =
+      ElfImage::Load(bytes, ForeignOptions(ElfMachine::kRiscv32, 0x80001000), Allocator::Default());
   ASSERT_TRUE(a.ok() && b.ok());
   auto wa = (*a)->LookupSymbol("osprey_test_words");
   auto wb = (*b)->LookupSymbol("osprey_test_words");
@@ -225,23 +223,23 @@ TEST(ElfImageTest, HashTableStyles) {
 TEST(ElfImageTest, SymbolCountFromSectionHeaders) {
   REQUIRE_TEST_EXECUTABLES();
   testing::ElfEditor editor(LibraryBytes("vector_add", "armv7em"));
-  auto reference = ElfImage::Load(editor.bytes(), ForeignOptions(ElfMachine::kArmv7em),
-                                  Allocator::Default());
+  auto reference =
+      ElfImage::Load(editor.bytes(), ForeignOptions(ElfMachine::kArmv7em), Allocator::Default());
   ASSERT_TRUE(reference.ok());
   for (int64_t tag : {int64_t{4}, int64_t{0x6ffffef5}}) {
     const size_t e = editor.DynamicEntry(tag);
     ASSERT_NE(e, 0u);
     editor.Set(e, 4, 21);  // DT_DEBUG: ignored.
   }
-  auto image = ElfImage::Load(editor.bytes(), ForeignOptions(ElfMachine::kArmv7em),
-                              Allocator::Default());
+  auto image =
+      ElfImage::Load(editor.bytes(), ForeignOptions(ElfMachine::kArmv7em), Allocator::Default());
   ASSERT_TRUE(image.ok()) << StatusText(image.status());
   EXPECT_EQ((*image)->symbol_count(), (*reference)->symbol_count());
   EXPECT_EQ((*image)->query_address(), (*reference)->query_address());
 
   editor.Set(editor.shoff_field(), 4, 0);
-  auto none = ElfImage::Load(editor.bytes(), ForeignOptions(ElfMachine::kArmv7em),
-                             Allocator::Default());
+  auto none =
+      ElfImage::Load(editor.bytes(), ForeignOptions(ElfMachine::kArmv7em), Allocator::Default());
   EXPECT_EQ(none.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(StatusText(none.status()).find("number of dynamic symbols"), std::string::npos);
 }
@@ -263,8 +261,8 @@ TEST(ElfImageTest, ForeignCodeIsNotExecutable) {
     ElfImageOptions options;
     options.machine = static_cast<ElfMachine>(i);
     options.executable = true;
-    auto image = ElfImage::Load(LibraryBytes("vector_add", kArches[i]), options,
-                                Allocator::Default());
+    auto image =
+        ElfImage::Load(LibraryBytes("vector_add", kArches[i]), options, Allocator::Default());
     EXPECT_EQ(image.status().code(), StatusCode::kUnavailable) << kArches[i];
   }
 }
@@ -286,8 +284,8 @@ TEST(ElfImageTest, MapsHostLibraryForExecution) {
   options.executable = true;
   CountingAllocator counting(Allocator::Default());
   {
-    auto image = ElfImage::Load(LibraryBytes("tables", kArches[static_cast<int>(host)]), options,
-                                &counting);
+    auto image =
+        ElfImage::Load(LibraryBytes("tables", kArches[static_cast<int>(host)]), options, &counting);
     ASSERT_TRUE(image.ok()) << StatusText(image.status());
     auto query = (*image)->query_function();
     ASSERT_NE(query, nullptr);

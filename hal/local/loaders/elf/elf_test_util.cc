@@ -37,12 +37,26 @@ size_t ElfEditor::PhdrFieldOffset(uint32_t i, PhdrField field, size_t* out_size)
   const size_t base = phoff() + i * (is64_ ? 56 : 32);
   size_t off = 0, size = is64_ ? 8 : 4;
   switch (field) {
-    case PhdrField::kType: off = 0; size = 4; break;
-    case PhdrField::kFlags: off = is64_ ? 4 : 24; size = 4; break;
-    case PhdrField::kOffset: off = is64_ ? 8 : 4; break;
-    case PhdrField::kVaddr: off = is64_ ? 16 : 8; break;
-    case PhdrField::kFilesz: off = is64_ ? 32 : 16; break;
-    case PhdrField::kMemsz: off = is64_ ? 40 : 20; break;
+    case PhdrField::kType:
+      off = 0;
+      size = 4;
+      break;
+    case PhdrField::kFlags:
+      off = is64_ ? 4 : 24;
+      size = 4;
+      break;
+    case PhdrField::kOffset:
+      off = is64_ ? 8 : 4;
+      break;
+    case PhdrField::kVaddr:
+      off = is64_ ? 16 : 8;
+      break;
+    case PhdrField::kFilesz:
+      off = is64_ ? 32 : 16;
+      break;
+    case PhdrField::kMemsz:
+      off = is64_ ? 40 : 20;
+      break;
   }
   *out_size = size;
   return base + off;
@@ -62,8 +76,7 @@ void ElfEditor::SetPhdr(uint32_t i, PhdrField field, uint64_t value) {
 
 int ElfEditor::FindPhdr(uint32_t type, uint32_t flags) const {
   for (uint32_t i = 0; i < phnum(); ++i) {
-    if (GetPhdr(i, PhdrField::kType) == type &&
-        (GetPhdr(i, PhdrField::kFlags) & flags) == flags) {
+    if (GetPhdr(i, PhdrField::kType) == type && (GetPhdr(i, PhdrField::kFlags) & flags) == flags) {
       return static_cast<int>(i);
     }
   }
@@ -118,8 +131,8 @@ size_t ElfEditor::FindSymbol(const char* name) const {
     const uint32_t name_off = static_cast<uint32_t>(Get(sym, 4));
     if (name_off >= strsz) continue;
     const size_t s = StringOffset(name_off);
-    if (s && strncmp(reinterpret_cast<const char*>(bytes_.data() + s), name,
-                     bytes_.size() - s) == 0) {
+    if (s &&
+        strncmp(reinterpret_cast<const char*>(bytes_.data() + s), name, bytes_.size() - s) == 0) {
       return sym;
     }
   }
@@ -127,7 +140,7 @@ size_t ElfEditor::FindSymbol(const char* name) const {
 }
 
 size_t ElfEditor::FirstRelocation() const {
-  uint64_t addr = DynamicValue(7);  // DT_RELA
+  uint64_t addr = DynamicValue(7);     // DT_RELA
   if (!addr) addr = DynamicValue(17);  // DT_REL
   return addr ? VaddrToOffset(addr) : 0;
 }

@@ -28,8 +28,7 @@ Status AllocateExecutableMemory(size_t size, size_t alignment, osprey::Allocator
   return OkStatus();
 }
 
-Status ProtectImageMemory(const ImageMemory& memory, size_t offset, size_t length,
-                          uint32_t flags) {
+Status ProtectImageMemory(const ImageMemory& memory, size_t offset, size_t length, uint32_t flags) {
   return OkStatus();
 }
 

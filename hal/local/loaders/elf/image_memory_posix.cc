@@ -1,8 +1,8 @@
 // Image memory on POSIX hosts: anonymous mappings protected per segment.
-#include <sys/mman.h>
-#include <unistd.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "hal/local/loaders/elf/image_memory.h"
 
@@ -34,8 +34,7 @@ Status AllocateExecutableMemory(size_t size, size_t alignment, osprey::Allocator
   return OkStatus();
 }
 
-Status ProtectImageMemory(const ImageMemory& memory, size_t offset, size_t length,
-                          uint32_t flags) {
+Status ProtectImageMemory(const ImageMemory& memory, size_t offset, size_t length, uint32_t flags) {
   if (!memory.mapped || length == 0) return OkStatus();
   int prot = 0;
   if (flags & 4u) prot |= PROT_READ;

@@ -115,8 +115,8 @@ StatusOr<ref_ptr<LocalExecutable>> SystemLoader::Load(const ExecutableParams& pa
   }
   const int fd = mkstemps(file->path, 3);
   if (fd < 0) {
-    Status status = InternalError("creating temporary file '%s' failed: %s", file->path,
-                                  strerror(errno));
+    Status status =
+        InternalError("creating temporary file '%s' failed: %s", file->path, strerror(errno));
     file->path[0] = '\0';
     ReleaseLoadedFile(file);
     return status;
@@ -130,8 +130,8 @@ StatusOr<ref_ptr<LocalExecutable>> SystemLoader::Load(const ExecutableParams& pa
   file->handle = dlopen(file->path, RTLD_NOW | RTLD_LOCAL);
   if (!file->handle) {
     const char* error = dlerror();
-    Status status = UnavailableError("dlopen of '%s' failed: %s", file->path,
-                                     error ? error : "unknown error");
+    Status status =
+        UnavailableError("dlopen of '%s' failed: %s", file->path, error ? error : "unknown error");
     ReleaseLoadedFile(file);
     return status;
   }
