@@ -441,5 +441,30 @@ TEST_F(ElfHostileTest, ThreadLocalStorage) {
   ExpectRejected(e.bytes(), StatusCode::kUnimplemented, "PT_TLS");
 }
 
+// A writable segment moved onto the last page of the code segment (without
+// overlapping it) would need that page writable and executable: mapping for
+// execution refuses, parsing alone (no protections) accepts.
+TEST_F(ElfHostileTest, SegmentsSharingAPageAcrossWriteAndExecute) {
+  ElfEditor e = HostEditor();
+  const int code = e.FindPhdr(kPtLoad, kPfX);
+  const int data = e.FindPhdr(kPtLoad, kPfW);
+  const uint64_t code_end = e.GetPhdr(code, PhdrField::kVaddr) + e.GetPhdr(code, PhdrField::kMemsz);
+  const uint64_t old_vaddr = e.GetPhdr(data, PhdrField::kVaddr);
+  const uint64_t new_vaddr = (code_end + 15) & ~15ull;
+  ASSERT_EQ(new_vaddr & ~4095ull, (code_end - 1) & ~4095ull) << "code must not end on a page";
+  const uint64_t delta = old_vaddr - new_vaddr;
+  e.SetPhdr(data, PhdrField::kVaddr, new_vaddr);
+  for (uint32_t type : {2u, 0x6474e552u}) {  // PT_DYNAMIC, PT_GNU_RELRO.
+    const int i = e.FindPhdr(type);
+    if (i >= 0) e.SetPhdr(i, PhdrField::kVaddr, e.GetPhdr(i, PhdrField::kVaddr) - delta);
+  }
+  e.Set(e.DynamicValueField(8), 8, 0);  // No relocations: their targets moved.
+  EXPECT_TRUE(LoadForeign(e.bytes(), host_).ok());
+  Status status = LoadAndQuery(e.bytes());
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << StatusText(status);
+  EXPECT_NE(StatusText(status).find("writable and executable"), std::string::npos)
+      << StatusText(status);
+}
+
 }  // namespace
 }  // namespace osprey::hal::local::loaders::elf
