@@ -79,14 +79,40 @@ const char* osprey_status_code_name(osprey_status_code_t code) {
   return osprey::StatusCodeName(StatusCode(code));
 }
 
+}  // extern "C"
+
 //===----------------------------------------------------------------------===//
 // Instance
 //===----------------------------------------------------------------------===//
 
-osprey_status_t* osprey_instance_create(osprey_instance_t** out_instance) {
+namespace {
+
+// Adapts an osprey_allocator_t to osprey::Allocator. Lives in the struct's
+// reserved words, so it needs no memory of its own and lasts as long as
+// the caller keeps the struct.
+class CAllocator final : public Allocator {
+ public:
+  explicit CAllocator(osprey_allocator_t* allocator) : allocator_(allocator) {}
+  Status Allocate(size_t size, size_t alignment, void** out_ptr) override {
+    *out_ptr = allocator_->allocate(allocator_->user_data, size ? size : 1, alignment);
+    if (!*out_ptr) {
+      return osprey::ResourceExhaustedError("application allocator refused %zu bytes", size);
+    }
+    return osprey::OkStatus();
+  }
+  void Free(void* ptr) override {
+    if (ptr) allocator_->free(allocator_->user_data, ptr);
+  }
+
+ private:
+  osprey_allocator_t* allocator_;
+};
+static_assert(sizeof(CAllocator) <= sizeof(osprey_allocator_t::reserved));
+static_assert(alignof(CAllocator) <= alignof(void*));
+
+osprey_status_t* CreateInstance(Allocator* allocator, osprey_instance_t** out_instance) {
   if (!out_instance) return ToCStatus(osprey::InvalidArgumentError("out_instance is null"));
   *out_instance = nullptr;
-  Allocator* allocator = Allocator::Default();
   auto instance = MakeRef<osprey_instance_t>(allocator);
   if (!instance.ok()) return ToCStatus(std::move(instance).status());
   (*instance)->host_allocator = allocator;
@@ -99,6 +125,25 @@ osprey_status_t* osprey_instance_create(osprey_instance_t** out_instance) {
   if (!status.ok()) return ToCStatus(std::move(status));
   *out_instance = instance->release();
   return nullptr;
+}
+
+}  // namespace
+
+extern "C" {
+
+osprey_status_t* osprey_instance_create(osprey_instance_t** out_instance) {
+  return CreateInstance(Allocator::Default(), out_instance);
+}
+
+osprey_status_t* osprey_instance_create_with_allocator(osprey_allocator_t* allocator,
+                                                       osprey_instance_t** out_instance) {
+  if (out_instance) *out_instance = nullptr;
+  if (!allocator || !allocator->allocate || !allocator->free) {
+    return ToCStatus(osprey::InvalidArgumentError(
+        "the allocator needs both allocate and free functions"));
+  }
+  Allocator* adapter = new (allocator->reserved) CAllocator(allocator);
+  return CreateInstance(adapter, out_instance);
 }
 
 void osprey_instance_retain(osprey_instance_t* instance) {

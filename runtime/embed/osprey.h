@@ -92,6 +92,28 @@ typedef struct osprey_instance_t osprey_instance_t;
 /* Creates an instance with every driver compiled into the library
  * registered. Memory comes from the default host allocator. */
 osprey_status_t* osprey_instance_create(osprey_instance_t** out_instance);
+
+/* Host memory for everything created from an instance (devices, sessions,
+ * modules, VM contexts, buffers of cpu devices, ...), e.g. a static arena
+ * on a microcontroller without a heap. */
+typedef struct osprey_allocator_t {
+  void* user_data;
+  /* Returns |size| bytes aligned to |alignment| (a power of two), or NULL
+   * when out of memory (the runtime reports RESOURCE_EXHAUSTED). */
+  void* (*allocate)(void* user_data, size_t size, size_t alignment);
+  /* Frees memory from |allocate|; never called with NULL. */
+  void (*free)(void* user_data, void* ptr);
+  /* Used by the runtime; initialize to zero and leave alone. */
+  void* reserved[2];
+} osprey_allocator_t;
+
+/* Like osprey_instance_create, with all host memory from |allocator|. The
+ * struct is borrowed and written to (reserved fields): it must stay valid
+ * and unmoved until every object created from the instance, including
+ * buffer views, has been released. Status objects still use the default
+ * allocator. INVALID_ARGUMENT if a function pointer is missing. */
+osprey_status_t* osprey_instance_create_with_allocator(osprey_allocator_t* allocator,
+                                                       osprey_instance_t** out_instance);
 void osprey_instance_retain(osprey_instance_t* instance);
 void osprey_instance_release(osprey_instance_t* instance);
 

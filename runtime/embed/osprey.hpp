@@ -88,6 +88,11 @@ class Instance : public Handle<osprey_instance_t, osprey_instance_retain, osprey
   static Status Create(Instance* out) {
     return Status(osprey_instance_create(out->reset_and_get_address()));
   }
+  // |allocator| must outlive everything created from the instance.
+  static Status CreateWithAllocator(osprey_allocator_t* allocator, Instance* out) {
+    return Status(
+        osprey_instance_create_with_allocator(allocator, out->reset_and_get_address()));
+  }
   size_t driver_count() const { return osprey_instance_driver_count(get()); }
   const char* driver_name(size_t i) const { return osprey_instance_driver_name(get(), i); }
 };

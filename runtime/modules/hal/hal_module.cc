@@ -61,6 +61,25 @@ class HalModuleState final : public vm::ModuleState {
 
   ohal::Device* device() const { return device_.get(); }
 
+  // Submits |command_buffer| and waits for it, signalling a timeline
+  // semaphore kept for the context so steady-state calls allocate none.
+  // A failed submission drops the semaphore (failures are sticky).
+  Status ExecuteSync(ohal::CommandBuffer* command_buffer) {
+    if (!sync_semaphore_) {
+      OSPREY_ASSIGN_OR_RETURN(sync_semaphore_, device_->CreateSemaphore(0));
+      sync_value_ = 0;
+    }
+    const uint64_t value = ++sync_value_;
+    ohal::Semaphore* signal = sync_semaphore_.get();
+    ohal::SemaphoreList signal_list{std::span<ohal::Semaphore* const>(&signal, 1),
+                                    std::span<const uint64_t>(&value, 1)};
+    ohal::CommandBuffer* const command_buffers[1] = {command_buffer};
+    Status status = device_->QueueExecute({}, command_buffers, signal_list);
+    if (status.ok()) status = sync_semaphore_->Wait(value, platform::kInfiniteFuture);
+    if (!status.ok()) sync_semaphore_.reset();
+    return status;
+  }
+
   // Returns the executable prepared from |module|'s executable |index|,
   // preparing it on first use in this context.
   StatusOr<ohal::Executable*> GetExecutable(const vm::BytecodeModule* module, uint32_t index) {
@@ -113,6 +132,8 @@ class HalModuleState final : public vm::ModuleState {
   ref_ptr<ohal::Device> device_;
   Allocator* allocator_;
   ref_ptr<ohal::ExecutableCache> cache_;
+  ref_ptr<ohal::Semaphore> sync_semaphore_;
+  uint64_t sync_value_ = 0;
   CachedExecutable* executables_ = nullptr;
   size_t executable_count_ = 0;
   size_t executable_capacity_ = 0;
@@ -674,14 +695,11 @@ Status DeviceQueueExecuteSync(vm::NativeCall& call) {
   OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kDeviceType, &device));
   ohal::CommandBuffer* command_buffer = nullptr;
   OSPREY_RETURN_IF_ERROR(call.GetRef(1, &kCommandBufferType, &command_buffer));
-  OSPREY_ASSIGN_OR_RETURN(auto semaphore, device->CreateSemaphore(0));
-  ohal::Semaphore* signal = semaphore.get();
-  const uint64_t signal_value = 1;
-  ohal::SemaphoreList signal_list{std::span<ohal::Semaphore* const>(&signal, 1),
-                                  std::span<const uint64_t>(&signal_value, 1)};
-  ohal::CommandBuffer* const command_buffers[1] = {command_buffer};
-  OSPREY_RETURN_IF_ERROR(device->QueueExecute({}, command_buffers, signal_list));
-  return semaphore->Wait(1, platform::kInfiniteFuture);
+  if (device != State(call)->device()) {
+    return InvalidArgumentError("argument 0: execute_sync runs on the module's device '%s'",
+                                State(call)->device()->id());
+  }
+  return State(call)->ExecuteSync(command_buffer);
 }
 
 //===----------------------------------------------------------------------===//
