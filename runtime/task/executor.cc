@@ -428,7 +428,11 @@ void Executor::RunTask(Task* task, Worker* worker) {
         return;
       }
       dispatch->next_tile_.store(0, std::memory_order_relaxed);
-      dispatch->shards_remaining_.store(shards, std::memory_order_relaxed);
+      dispatch->tiles_retired_.store(0, std::memory_order_relaxed);
+      // Each shard pins the submission until it exits, so a shard that
+      // starts after the tiles ran out (and after the dispatch retired) still
+      // finds its memory.
+      submission->pending_.fetch_add(shards, std::memory_order_relaxed);
       // Shard i starts on worker (self + i): every worker finds one in its
       // own queue, and stealing rebalances if some are busy.
       for (uint32_t i = 1; i < shards; ++i) {
@@ -448,24 +452,40 @@ void Executor::RunShard(ShardTask* shard, Worker* worker) {
   DispatchTask* dispatch = shard->dispatch_;
   Submission* submission = dispatch->submission_;
   const DispatchParams& params = dispatch->params_;
+  const uint32_t count = params.tile_count;
   const uint32_t batch = dispatch->batch_;
   TaskContext context{worker->id, worker->local_memory};
-  while (!submission->failed()) {
+  // The dispatch retires when every tile has run or been given up, not when
+  // every shard has run: a worker woken late for a small dispatch is not on
+  // the critical path.
+  uint32_t retired = 0;
+  while (true) {
+    if (OSPREY_UNLIKELY(submission->failed())) {
+      // Give up the tiles nobody claimed yet; later claims find none.
+      uint32_t next = dispatch->next_tile_.exchange(count, std::memory_order_relaxed);
+      if (next < count) retired = count - next;
+      break;
+    }
     uint32_t begin = dispatch->next_tile_.fetch_add(batch, std::memory_order_relaxed);
-    if (begin >= params.tile_count) break;
-    uint32_t end = params.tile_count - begin < batch ? params.tile_count : begin + batch;
+    if (begin >= count) break;
+    uint32_t end = count - begin < batch ? count : begin + batch;
     Status status = params.fn(params.user_data, begin, end, context);
     if (OSPREY_UNLIKELY(!status.ok())) {
-      submission->Fail(
-          std::move(status).Annotate("in dispatch '%s' (tiles [%u, %u) of %u)", params.name,
-                                     unsigned(begin), unsigned(end),
-                                     unsigned(params.tile_count)));
+      submission->Fail(std::move(status).Annotate("in dispatch '%s' (tiles [%u, %u) of %u)",
+                                                  params.name, unsigned(begin),
+                                                  unsigned(end), unsigned(count)));
+    }
+    uint32_t done = end - begin;
+    if (dispatch->tiles_retired_.fetch_add(done, std::memory_order_acq_rel) + done == count) {
+      Retire(dispatch, worker);
       break;
     }
   }
-  if (dispatch->shards_remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+  if (retired > 0 &&
+      dispatch->tiles_retired_.fetch_add(retired, std::memory_order_acq_rel) + retired == count) {
     Retire(dispatch, worker);
   }
+  ReleasePending(submission);
 }
 
 void Executor::ArmWait(WaitTask* wait, Worker* worker) {

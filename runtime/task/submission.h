@@ -166,7 +166,9 @@ class DispatchTask final : public Task {
   uint32_t shard_count_ = 0;
   ShardTask* shards_ = nullptr;  // shard_count_ entries.
   std::atomic<uint32_t> next_tile_{0};
-  std::atomic<uint32_t> shards_remaining_{0};
+  // Tiles run or given up (after a failure); the dispatch retires at
+  // tile_count.
+  std::atomic<uint32_t> tiles_retired_{0};
 };
 
 class WaitTask final : public Task {
