@@ -11,6 +11,12 @@ OSPREY_TEST_EXPORT int32_t (*const osprey_test_ops[3])(int32_t, int32_t) = {
     op_add, op_sub, op_mul};
 OSPREY_TEST_EXPORT const char* const osprey_test_words[4] = {"alpha", "beta",
                                                              "gamma", "delta"};
+/* An exported function from another file, called directly and through an
+ * exported table: without -Bsymbolic these need a PLT slot (JUMP_SLOT in
+ * DT_JMPREL) and a symbolic word relocation. */
+OSPREY_TEST_EXPORT int32_t osprey_test_negate(int32_t x);
+OSPREY_TEST_EXPORT int32_t (*const osprey_test_exported_ops[1])(int32_t) = {osprey_test_negate};
+
 /* A writable pointer table (lands in .data rather than .data.rel.ro). */
 OSPREY_TEST_EXPORT const char* osprey_test_mutable_words[2] = {"epsilon", "zeta"};
 
@@ -22,7 +28,8 @@ static int apply(const osprey_executable_environment_v1_t* environment,
   uint32_t op = dispatch->constants[0];
   if (op >= 3) return 1;
   int32_t* out = (int32_t*)dispatch->binding_ptrs[0];
-  out[0] = osprey_test_ops[op]((int32_t)dispatch->constants[1], (int32_t)dispatch->constants[2]);
+  int32_t r = osprey_test_ops[op]((int32_t)dispatch->constants[1], (int32_t)dispatch->constants[2]);
+  out[0] = osprey_test_negate(osprey_test_exported_ops[0](r));
   const char* word = osprey_test_words[op];
   out[1] = word[0];
   int32_t n = 0;

@@ -137,6 +137,13 @@ void CheckTables(const ElfImage& image) {
     EXPECT_TRUE(in_code) << "op " << i;
     if (image.machine() == ElfMachine::kArmv7em) EXPECT_EQ(*fn & 1, 1u) << "Thumb bit";
   }
+  // A table entry naming an exported function holds that function's address.
+  auto exported = image.LookupSymbol("osprey_test_exported_ops");
+  auto negate = image.LookupSymbol("osprey_test_negate");
+  ASSERT_TRUE(exported.ok() && negate.ok());
+  auto entry = image.ReadWord(*exported);
+  ASSERT_TRUE(entry.ok());
+  EXPECT_EQ(*entry, *negate);
 }
 
 TEST(ElfImageTest, RelocatedPointerTablesOnEveryMachine) {
