@@ -491,11 +491,12 @@ bool Simulator::Run::ConvLike() {
               acc += static_cast<uint32_t>((static_cast<int8_t>(px[c]) - izp) * (w - wzp));
             } else {
               const int8_t* wp = wgt + ((c * kh + ky) * kw + kx) * ic;
-              int32_t partial = 0;
+              // Modulo 2^32 like the accumulator: long reductions may wrap.
+              uint32_t partial = 0;
               for (int64_t i = 0; i < ic; ++i) {
-                partial += (static_cast<int8_t>(px[i]) - izp) * (wp[i] - wzp);
+                partial += static_cast<uint32_t>((static_cast<int8_t>(px[i]) - izp) * (wp[i] - wzp));
               }
-              acc += static_cast<uint32_t>(partial);
+              acc += partial;
             }
           }
         }

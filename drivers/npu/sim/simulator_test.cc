@@ -253,6 +253,32 @@ TEST(SimulatorTest, PoolMatchesReference) {
   }
 }
 
+// A 1x1 conv whose reduction (40000 x 255 x 255) overflows int32: the
+// accumulator wraps modulo 2^32 in both the device and the reference.
+TEST(SimulatorTest, AccumulatorWrapsModulo2To32) {
+  constexpr int kC = 40000;
+  std::vector<int8_t> input(kC, -128), weights(kC, -128);
+  std::vector<uint8_t> in_mem = Bytes(input), w_mem = Bytes(weights);
+  auto q = PackQParams({0}, {1 << 30}, {0});
+  const uint32_t q_off = uint32_t(w_mem.size());
+  w_mem.insert(w_mem.end(), q.begin(), q.end());
+  std::vector<uint8_t> out_mem(4);
+  StreamBuilder b;
+  b.DmaRead(0, 0, 0, kC).DmaRead(1, 0, 0, uint32_t(w_mem.size()), 1, 0, 0, true);
+  b.Op(NPU_OP_SYNC).Ifm(0, 1, 1, kC, 127).Ofm(65536, 1, 1, 1).Set(NPU_REG_WGT_ZP, 127);
+  b.Set(NPU_REG_QPARAM_ADDR, q_off).Op(NPU_OP_CONV).Op(NPU_OP_SYNC).DmaWrite(2, 0, 65536, 4);
+  TestDevice dev;
+  Status s = dev.Run(b, {{&in_mem, kRO}, {&w_mem, kRO}, {&out_mem, kWO}});
+  ASSERT_TRUE(s.ok()) << s.message();
+  ref::ConvParams p;
+  p.in_c = kC, p.input_zp = 127, p.weight_zp = 127;
+  const int32_t bias = 0;
+  int32_t expected = 0;
+  ref::Conv2DInt32(p, input.data(), weights.data(), &bias, &expected);
+  EXPECT_EQ(As<int32_t>(out_mem)[0], expected);
+  EXPECT_EQ(expected, static_cast<int32_t>(uint32_t(uint64_t(kC) * 65025)));
+}
+
 TEST(SimulatorTest, MatMulMatchesReference) {
   for (bool requant : {false, true}) {
     Random rnd(requant ? 7 : 8);
