@@ -274,9 +274,9 @@ class InterpreterState {
       uint32_t offset = uint32_t(frame->pc - frame->fn->code);
       const char* location = module->SourceLocation(frame->function_index, offset);
       if (location) {
-        status.Annotate("at %s.%s+0x%x (%s)", module->name(), frame->fn->name, offset, location);
+        status.Annotate("at %s.%s+0x%x (%s)", module->name(), frame->fn->name, unsigned(offset), location);
       } else {
-        status.Annotate("at %s.%s+0x%x", module->name(), frame->fn->name, offset);
+        status.Annotate("at %s.%s+0x%x", module->name(), frame->fn->name, unsigned(offset));
       }
       Frame* caller = frame->caller;
       PopFrame(c, frame);
