@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -441,6 +442,52 @@ TEST(CustomAllocatorTest, EverythingIsReturned) {
   allocator.free = nullptr;
   StatusHolder missing(osprey_instance_create_with_allocator(&allocator, &instance));
   EXPECT_EQ(missing.code(), OSPREY_STATUS_INVALID_ARGUMENT);
+}
+
+// One session per thread on a shared device: the documented way to run
+// calls concurrently.
+TEST_F(RuntimeE2ETest, SessionsPerThreadShareADevice) {
+  constexpr int kThreads = 4;
+  constexpr int kCalls = 50;
+  std::vector<std::thread> threads;
+  std::vector<int> failures(kThreads, 0);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t]() {
+      osprey_session_t* session = nullptr;
+      osprey_function_t* function = nullptr;
+      osprey_buffer_view_t* inputs[2] = {};
+      const int64_t shape[1] = {4};
+      const float a[4] = {float(t), 1, 2, 3}, b[4] = {1, 1, 1, 1};
+      bool ok =
+          StatusHolder(osprey_session_create(instance_, device_, &session)).ok() &&
+          StatusHolder(osprey_session_load_module_file(
+                           session, (kDir + "/simple_add.osp").c_str()))
+              .ok() &&
+          StatusHolder(osprey_session_lookup_function(session, "main", &function)).ok() &&
+          StatusHolder(osprey_buffer_view_create(device_, shape, 1, OSPREY_ELEMENT_TYPE_FLOAT32,
+                                                 a, 16, &inputs[0]))
+              .ok() &&
+          StatusHolder(osprey_buffer_view_create(device_, shape, 1, OSPREY_ELEMENT_TYPE_FLOAT32,
+                                                 b, 16, &inputs[1]))
+              .ok();
+      for (int i = 0; ok && i < kCalls; ++i) {
+        osprey_buffer_view_t* output = nullptr;
+        size_t count = 0;
+        float result[4] = {};
+        ok = StatusHolder(osprey_function_call(function, inputs, 2, &output, 1, &count)).ok() &&
+             StatusHolder(osprey_buffer_view_read(output, result, sizeof(result))).ok() &&
+             result[0] == float(t) + 1 && result[3] == 4;
+        osprey_buffer_view_release(output);
+      }
+      failures[t] = ok ? 0 : 1;
+      osprey_buffer_view_release(inputs[0]);
+      osprey_buffer_view_release(inputs[1]);
+      osprey_function_release(function);
+      osprey_session_release(session);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int t = 0; t < kThreads; ++t) EXPECT_EQ(failures[t], 0) << "thread " << t;
 }
 
 TEST(StatusTest, NullIsOk) {
