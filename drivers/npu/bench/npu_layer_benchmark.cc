@@ -68,9 +68,11 @@ struct Result {
   bool ok = false;
 };
 
-// Builds and runs the stream of one layer. Output rows are tiled so that one
-// input tile (with halo) and one output tile fit in SRAM.
-Result RunLayer(const Layer& l, const HardwareConfig& config) {
+// Builds and runs the stream of one layer. Single-shot: output rows are
+// tiled only as needed for one input tile (with halo) and one output tile to
+// fit in SRAM, and DMA and compute alternate. Pipelined: about four row
+// tiles, double-buffered, so loads and stores overlap compute.
+Result RunLayer(const Layer& l, const HardwareConfig& config, bool pipelined = false) {
   std::mt19937 gen(1);
   std::uniform_int_distribution<int> d(-128, 127);
   const size_t w_bytes = size_t(l.depthwise ? 1 : l.oc) * l.kh * l.kw * l.ic;
@@ -83,26 +85,62 @@ Result RunLayer(const Layer& l, const HardwareConfig& config) {
   std::vector<uint8_t> output(size_t(l.oh()) * l.ow() * l.oc);
 
   const uint64_t in_row = uint64_t(l.iw) * l.ic, out_row = uint64_t(l.ow()) * l.oc;
-  int tile = l.oh();
-  while (tile > 1 &&
-         (uint64_t((tile - 1) * l.stride + l.kh) * in_row + tile * out_row) > config.sram_bytes) {
-    --tile;
-  }
-  StreamBuilder b;
-  b.DmaRead(1, 0, 0, uint32_t(weights.size()), 1, 0, 0, /*to_weights=*/true);
-  for (int oy0 = 0; oy0 < l.oh(); oy0 += tile) {
-    const int rows = std::min(tile, l.oh() - oy0);
-    const int iy0 = std::max(0, oy0 * l.stride - l.pad_top);
-    const int iy1 = std::min(l.ih, (oy0 + rows - 1) * l.stride - l.pad_top + l.kh);
-    const uint32_t ofm = uint32_t((iy1 - iy0) * in_row + 63) / 64 * 64;
-    b.DmaRead(0, uint32_t(iy0 * in_row), 0, uint32_t((iy1 - iy0) * in_row));
-    b.Op(NPU_OP_SYNC);
-    b.Ifm(0, iy1 - iy0, l.iw, l.ic).Ofm(ofm, rows, l.ow(), l.oc);
+  auto in_rows = [&l](int oy0, int rows, int* iy0, int* iy1) {
+    *iy0 = std::max(0, oy0 * l.stride - l.pad_top);
+    *iy1 = std::min(l.ih, (oy0 + rows - 1) * l.stride - l.pad_top + l.kh);
+  };
+  auto tile_bytes = [&](int rows) {
+    return uint64_t((rows - 1) * l.stride + l.kh) * in_row + rows * out_row + 128;
+  };
+  // Single-shot: the largest row tile that fits. Pipelined: about four
+  // tiles, two of each buffer in SRAM.
+  const int buffers = pipelined ? 2 : 1;
+  int tile = pipelined ? (l.oh() + 3) / 4 : l.oh();
+  while (tile > 1 && buffers * tile_bytes(tile) > config.sram_bytes) --tile;
+  const uint32_t in_slot = uint32_t(((tile - 1) * l.stride + l.kh) * in_row + 63) / 64 * 64;
+  const uint32_t out_slot = uint32_t(tile * out_row + 63) / 64 * 64;
+  auto in_addr = [&](int t) { return uint32_t((t % buffers) * in_slot); };
+  auto out_addr = [&](int t) { return uint32_t(buffers * in_slot + (t % buffers) * out_slot); };
+  auto load = [&](StreamBuilder& b, int t) {
+    int iy0, iy1;
+    in_rows(t * tile, std::min(tile, l.oh() - t * tile), &iy0, &iy1);
+    b.DmaRead(0, uint32_t(iy0 * in_row), in_addr(t), uint32_t((iy1 - iy0) * in_row));
+  };
+  auto compute = [&](StreamBuilder& b, int t) {
+    const int oy0 = t * tile, rows = std::min(tile, l.oh() - oy0);
+    int iy0, iy1;
+    in_rows(oy0, rows, &iy0, &iy1);
+    b.Ifm(in_addr(t), iy1 - iy0, l.iw, l.ic).Ofm(out_addr(t), rows, l.ow(), l.oc);
     b.Kernel(l.kh, l.kw, l.stride, l.stride, oy0 == 0 ? l.pad_top : 0, l.pad_left);
     b.Set(NPU_REG_QPARAM_ADDR, uint32_t(w_bytes));
     b.Op(l.depthwise ? NPU_OP_DEPTH_CONV : NPU_OP_CONV_RELU, l.depthwise ? NPU_FLAG_REQUANT : 0);
+  };
+  auto store = [&](StreamBuilder& b, int t) {
+    const int oy0 = t * tile, rows = std::min(tile, l.oh() - oy0);
+    b.DmaWrite(2, uint32_t(oy0 * out_row), out_addr(t), uint32_t(rows * out_row));
+  };
+  const int tiles = (l.oh() + tile - 1) / tile;
+  StreamBuilder b;
+  b.DmaRead(1, 0, 0, uint32_t(weights.size()), 1, 0, 0, /*to_weights=*/true);
+  if (pipelined) {
+    // Tile t+1 loads and tile t-1 stores while tile t computes.
+    load(b, 0);
     b.Op(NPU_OP_SYNC);
-    b.DmaWrite(2, uint32_t(oy0 * out_row), ofm, uint32_t(rows * out_row));
+    for (int t = 0; t < tiles; ++t) {
+      if (t + 1 < tiles) load(b, t + 1);
+      compute(b, t);
+      b.Op(NPU_OP_SYNC);
+      store(b, t);
+    }
+    b.Op(NPU_OP_SYNC);
+  } else {
+    for (int t = 0; t < tiles; ++t) {
+      load(b, t);
+      b.Op(NPU_OP_SYNC);
+      compute(b, t);
+      b.Op(NPU_OP_SYNC);
+      store(b, t);
+    }
   }
   std::vector<uint32_t> words = b.Finish();
   sim::ExportView view;
@@ -190,6 +228,53 @@ void PrintTable(const char* model, const Layer* layers, size_t count) {
   printf("\n");
 }
 
+// Whole-model totals (all conv layers, DMA included): single-shot streams
+// against double-buffered ones.
+void PrintOverlapTable() {
+  struct Model {
+    const char* name;
+    const Layer* layers;
+    size_t count;
+  };
+  const Model models[] = {{"ResNet-8", kResNet8, std::size(kResNet8)},
+                          {"DS-CNN", kDsCnn, std::size(kDsCnn)}};
+  const struct {
+    const char* title;
+    HardwareConfig config;
+  } columns[] = {
+      {"64 PE, 256 KiB", Config(64, 256, ParallelMode::kOutputParallel)},
+      {"64 PE, 512 KiB", Config(64, 512, ParallelMode::kOutputParallel)},
+      {"256 PE, 256 KiB", Config(256, 256, ParallelMode::kOutputParallel)},
+      {"256 PE, 512 KiB", Config(256, 512, ParallelMode::kOutputParallel)},
+  };
+  printf("\nWhole model (conv layers), total cycles with DMA: single-shot -> double-buffered "
+         "(MAC-instruction cycles; peak = MACs / PEs)\n\n");
+  printf("| model | config | peak | MAC cycles | single-shot | double-buffered | DMA bytes |\n");
+  printf("|---|---|---:|---:|---:|---:|---:|\n");
+  for (const Model& m : models) {
+    uint64_t macs = 0;
+    for (size_t i = 0; i < m.count; ++i) macs += m.layers[i].macs();
+    for (const auto& c : columns) {
+      Counters single, piped;
+      for (size_t i = 0; i < m.count; ++i) {
+        Result a = RunLayer(m.layers[i], c.config, false);
+        Result b = RunLayer(m.layers[i], c.config, true);
+        if (!a.ok || !b.ok) {
+          printf("| %s | %s | fault |\n", m.name, c.title);
+          return;
+        }
+        single.Accumulate(a.counters);
+        piped.Accumulate(b.counters);
+      }
+      printf("| %s | %s | %llu | %llu | %llu | %llu | %llu |\n", m.name, c.title,
+             (unsigned long long)((macs + c.config.pe_count - 1) / c.config.pe_count),
+             (unsigned long long)piped.mac_cycles, (unsigned long long)single.total_cycles,
+             (unsigned long long)piped.total_cycles,
+             (unsigned long long)(piped.dma_bytes_read + piped.dma_bytes_written));
+    }
+  }
+}
+
 // Host time to simulate a whole model's conv layers (functional + timing).
 void BM_SimulateModel(benchmark::State& state) {
   const bool resnet = state.range(0) == 0;
@@ -222,6 +307,7 @@ int main(int argc, char** argv) {
   using namespace osprey::drivers::npu;
   PrintTable("ResNet-8", kResNet8, std::size(kResNet8));
   PrintTable("DS-CNN", kDsCnn, std::size(kDsCnn));
+  PrintOverlapTable();
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
