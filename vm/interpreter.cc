@@ -503,8 +503,12 @@ dispatch:
   SELECT(SelectF32, rf)
   SELECT(SelectF64, rd)
   OP(SelectRef) {
-    Ref chosen = ri[R(3)] ? rr[R(5)] : rr[R(7)];
-    rr[R(1)] = std::move(chosen);
+    // Locals with destructors stay in an inner scope: computed gotos must not
+    // leave a scope that needs cleanup.
+    {
+      Ref chosen = ri[R(3)] ? rr[R(5)] : rr[R(7)];
+      rr[R(1)] = std::move(chosen);
+    }
     pc += 9;
     DISPATCH();
   }
@@ -792,9 +796,11 @@ dispatch:
     if (OSPREY_UNLIKELY(capacity < 0)) {
       FAIL_WITH(InvalidArgumentError("list capacity %d is negative", capacity));
     }
-    StatusOr<ref_ptr<List>> list = List::Create(size_t(capacity), context->allocator());
-    if (OSPREY_UNLIKELY(!list.ok())) FAIL_WITH(std::move(list).status());
-    rr[R(1)] = Ref::FromRefPtr(std::move(*list), List::type());
+    {
+      StatusOr<ref_ptr<List>> list = List::Create(size_t(capacity), context->allocator());
+      if (OSPREY_UNLIKELY(!list.ok())) FAIL_WITH(std::move(list).status());
+      rr[R(1)] = Ref::FromRefPtr(std::move(*list), List::type());
+    }
     pc += 5;
     DISPATCH();
   }
@@ -816,9 +822,11 @@ dispatch:
   }
 #define LIST_OPS(P, B, VT, FIELD, MAKE)                       \
   OP(ListGet##P) {                                            \
-    Value v;                                                  \
-    TRY(ListGet(rr[R(3)], ri[R(5)], VT, &v));                 \
-    B[R(1)] = v.FIELD;                                        \
+    {                                                         \
+      Value v;                                                \
+      TRY(ListGet(rr[R(3)], ri[R(5)], VT, &v));               \
+      B[R(1)] = v.FIELD;                                      \
+    }                                                         \
     pc += 7;                                                  \
     DISPATCH();                                               \
   }                                                           \
@@ -841,10 +849,12 @@ dispatch:
       FAIL_WITH(InvalidArgumentError("buffer length %lld is invalid",
                                      static_cast<long long>(length)));
     }
-    StatusOr<ref_ptr<Buffer>> buffer =
-        Buffer::Allocate(size_t(length), kDefaultAlignment, context->allocator());
-    if (OSPREY_UNLIKELY(!buffer.ok())) FAIL_WITH(std::move(buffer).status());
-    rr[R(1)] = Ref::FromRefPtr(std::move(*buffer), Buffer::type());
+    {
+      StatusOr<ref_ptr<Buffer>> buffer =
+          Buffer::Allocate(size_t(length), kDefaultAlignment, context->allocator());
+      if (OSPREY_UNLIKELY(!buffer.ok())) FAIL_WITH(std::move(buffer).status());
+      rr[R(1)] = Ref::FromRefPtr(std::move(*buffer), Buffer::type());
+    }
     pc += 5;
     DISPATCH();
   }
