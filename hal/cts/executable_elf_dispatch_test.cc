@@ -195,6 +195,36 @@ TEST_P(ExecutableElfTest, ForeignArchitectureIsNotPrepared) {
       << StatusText(executable);
 }
 
+// The same bytes under "system-elf-<arch>" go through the platform's
+// dynamic linker (hosted builds whose device has the system loader).
+TEST_P(ExecutableElfTest, SystemLoaderFormatDispatches) {
+  const std::string format = std::string("system-elf-") + kHostArch;
+  if (!cache_->CanPrepareFormat(format.c_str())) {
+    GTEST_SKIP() << "device's executable cache has no loader for " << format;
+  }
+  auto executable = Prepare(osprey::testing::TestExecutable("tables", kHostArch), format.c_str());
+  ASSERT_TRUE(executable.ok()) << StatusText(executable);
+  std::vector<int32_t> init(4, 0);
+  auto out = AllocateWith(init.data(), 16);
+  OSPREY_CTS_ASSERT_OK(out);
+  auto cb = BeginCommandBuffer();
+  OSPREY_CTS_ASSERT_OK(cb);
+  BufferRef bindings[] = {{out->get(), 0, 16}};
+  const uint32_t constants[] = {1, 50, 8};  // ops[1] = subtract, words[1] = "beta".
+  OSPREY_CTS_ASSERT_OK((*cb)->Dispatch(executable->get(), Export(executable->get(), "apply"),
+                                       {1, 1, 1}, constants, bindings));
+  OSPREY_CTS_ASSERT_OK(SubmitAndWait(cb->get()));
+  auto got = ReadAs<int32_t>(out->get());
+  EXPECT_EQ(got[0], 42);
+  EXPECT_EQ(got[1], 'b');
+  EXPECT_EQ(got[2], 4);
+  EXPECT_EQ(got[3], 'z');
+  // Malformed bytes never reach the dynamic linker.
+  auto good = osprey::testing::TestExecutable("tables", kHostArch);
+  std::vector<uint8_t> cut(good.begin(), good.begin() + good.size() / 2);
+  EXPECT_EQ(CodeOf(Prepare(cut, format.c_str())), StatusCode::kDataLoss);
+}
+
 OSPREY_CTS_INSTANTIATE(ExecutableElfTest);
 
 }  // namespace
