@@ -43,7 +43,17 @@ Status CallerRodataCount(NativeCall& call) {
   call.set_i32(0, call.caller() ? int32_t(call.caller()->rodata_count()) : -1);
   return OkStatus();
 }
+// Calls back into the VM: app.double(x) + 1.
+Status Reenter(NativeCall& call) {
+  OSPREY_ASSIGN_OR_RETURN(Function fn, call.context()->LookupFunction("app.double"));
+  Value args[] = {Value::I32(call.i32(0))};
+  Value results[1];
+  OSPREY_RETURN_IF_ERROR(call.context()->Invoke(fn, args, results), "re-entering app.double");
+  call.set_i32(0, results[0].i32 + 1);
+  return OkStatus();
+}
 constexpr NativeFunction kTestFunctions[] = {
+    {"reenter", "i:i", Reenter},
     {"make_widget", "i:r", MakeWidget},
     {"widget_value", "r:i", WidgetValue},
     {"add", "If:If", Add},
@@ -145,6 +155,41 @@ TEST_F(ContextTest, CallsNativeFunctionsWithRefs) {
   ASSERT_TRUE(direct.ok());
   ASSERT_TRUE((*context)->Invoke(*direct, {}, count_result).ok());
   EXPECT_EQ(count_result[0].i32, -1);
+}
+
+TEST_F(ContextTest, NativeFunctionsMayReenterTheContext) {
+  auto app = LoadAssembly(R"asm(
+module @app
+import @test.reenter(i32) -> (i32)
+func @double(i32) -> (i32) regs(i=1) export {
+  add.i32 %i0, %i0, %i0
+  check.nz %i0, OUT_OF_RANGE, "zero"
+  return %i0
+}
+func @main(i32) -> (i32) regs(i=2) export {
+  call @test.reenter(%i0) -> (%i1)
+  add.imm.i32 %i1, %i1, 100
+  return %i1
+}
+)asm");
+  ASSERT_TRUE(app.ok()) << StatusText(app.status());
+  auto context = Link({native_.get(), app->module.get()});
+  ASSERT_TRUE(context.ok()) << StatusText(context.status());
+  auto main = (*context)->LookupFunction("app.main");
+  ASSERT_TRUE(main.ok());
+  Value args[] = {Value::I32(20)};
+  Value results[1];
+  ASSERT_TRUE((*context)->Invoke(*main, args, results).ok());
+  EXPECT_EQ(results[0].i32, 141);
+  // An error in the nested invocation carries both backtraces.
+  Value zero[] = {Value::I32(0)};
+  Status status = (*context)->Invoke(*main, zero, results);
+  EXPECT_EQ(status.code(), StatusCode::kOutOfRange);
+  std::string message = status.message();
+  EXPECT_NE(message.find("at app.double+0x"), std::string::npos) << message;
+  EXPECT_NE(message.find("re-entering app.double"), std::string::npos) << message;
+  EXPECT_NE(message.find("at app.main+0x0"), std::string::npos) << message;
+  EXPECT_EQ((*context)->stack_bytes_in_use(), 0u);
 }
 
 TEST_F(ContextTest, WrongRefTypeIsInvalidArgument) {
