@@ -16,8 +16,11 @@
 #   OSPREY_CORTEX_M4_BUILD_DIR  build directory for cortex-m4 (overrides the prefix;
 #                               likewise OSPREY_RISCV32_BUILD_DIR, OSPREY_CORTEX_M55_BUILD_DIR)
 #   OSPREY_CROSS_CMAKE_ARGS     extra cmake arguments for every target
-#   OSPREY_CROSS_BUILD_TARGETS  CMake targets to build (default: all, i.e. every
-#                               runtime library, driver and the firmware)
+#   OSPREY_CROSS_BUILD_TARGETS  CMake targets to build, for every TARGET ("all":
+#                               every runtime library, driver and the firmware).
+#                               Default: all on Arm; on riscv32 the firmware and
+#                               the libraries it links (the VM does not build
+#                               with clang yet)
 #   OSPREY_JOBS                 parallel jobs (default 2)
 set -euo pipefail
 
@@ -30,7 +33,7 @@ targets=()
 for arg in "$@"; do
   case "$arg" in
     --run) run=1 ;;
-    -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "cross_build.sh: unknown option '$arg'" >&2; exit 2 ;;
     *) targets+=("$arg") ;;
   esac
@@ -74,11 +77,15 @@ build_target() {
         return 1
       }
   fi
-  local build_targets=()
-  if [[ -n "${OSPREY_CROSS_BUILD_TARGETS:-}" ]]; then
-    read -r -a build_targets <<< "$OSPREY_CROSS_BUILD_TARGETS"
-    build_targets=(--target "${build_targets[@]}")
+  local what="${OSPREY_CROSS_BUILD_TARGETS:-}"
+  if [[ -z "$what" ]]; then
+    what=all
+    [[ "$target" == riscv32 ]] && what=osprey_bare_metal_firmware
   fi
+  local build_targets=()
+  read -r -a build_targets <<< "$what"
+  build_targets=(--target "${build_targets[@]}")
+  echo "building: $what"
   # The compiler output goes to build.log and is shown in full on failure.
   if ! cmake --build "$dir" -j"$jobs" "${build_targets[@]}" > "$dir/build.log" 2>&1; then
     cat "$dir/build.log" >&2
