@@ -90,8 +90,9 @@ class NpuExecutor final : public CommandHandler {
   Status OnBarrier(const hal::local::BarrierCommand&) override { return OkStatus(); }
 
   // The NPU has no fill instruction: the driver writes the pattern through
-  // its device mapping, in submission order.
+  // its device mapping, after the jobs before it.
   Status OnFill(const hal::local::FillCommand& command) override {
+    OSPREY_RETURN_IF_ERROR(Drain());  // Earlier jobs may touch the same memory.
     return hal::local::ExecuteFill(command);
   }
 
@@ -115,7 +116,22 @@ class NpuExecutor final : public CommandHandler {
 
   Status OnDispatch(const hal::local::DispatchCommand& command) override;
 
+  // Waits for every job in flight; returns the first failure (annotated).
+  Status Drain();
+
  private:
+  // A job on the hardware ring and what it was for (error context).
+  struct InFlight {
+    HwJob* job;
+    uint32_t sequence;
+    const char* export_name;  // Null for DMA transfers.
+  };
+
+  // Puts |job| on the ring without waiting for it (the device runs it while
+  // the driver prepares the next one); retires the oldest job first when
+  // the ring is full.
+  Status Submit(HwJob* job, const char* export_name);
+  Status RetireOldest();
   // Places |length| bytes at |data| in the device address space: SRAM pool
   // memory at its aperture address, host memory in the next free window.
   Status MapWindow(uint8_t* data, uint64_t length, uint8_t access, sim::MemoryWindow* out);
@@ -123,7 +139,62 @@ class NpuExecutor final : public CommandHandler {
 
   NpuDevice* device_;
   uint64_t next_window_ = kHostWindowBase;
+  InFlight in_flight_[NpuHardware::kRingSlots - 1] = {};
+  uint32_t in_flight_head_ = 0;
+  uint32_t in_flight_count_ = 0;
 };
+
+Status NpuExecutor::Submit(HwJob* job, const char* export_name) {
+  if (in_flight_count_ == NpuHardware::kRingSlots - 1) OSPREY_RETURN_IF_ERROR(RetireOldest());
+  OSPREY_ASSIGN_OR_RETURN(uint32_t sequence, device_->hardware_->Submit(job));
+  const uint32_t slot = (in_flight_head_ + in_flight_count_) % (NpuHardware::kRingSlots - 1);
+  in_flight_[slot] = {job, sequence, export_name};
+  ++in_flight_count_;
+  return OkStatus();
+}
+
+Status NpuExecutor::RetireOldest() {
+  const InFlight f = in_flight_[in_flight_head_];
+  in_flight_head_ = (in_flight_head_ + 1) % (NpuHardware::kRingSlots - 1);
+  --in_flight_count_;
+  NpuHardware* hw = device_->hardware_;
+  const int64_t timeout_ns = device_->options_.job_timeout_ns;
+  Status waited = hw->WaitForCompletion(f.sequence, platform::DeadlineFromTimeout(timeout_ns));
+  if (!waited.ok()) {
+    // The device stops; jobs still queued are dropped with it.
+    hw->Reset();
+    in_flight_count_ = 0;
+    return std::move(waited).Annotate("npu watchdog: job timed out after %lld ms; device reset",
+                                      (long long)(timeout_ns / 1000000));
+  }
+  device_->counters_.Accumulate(f.job->counters);
+  if (f.job->status.ok()) return OkStatus();
+  Status failure = std::move(f.job->status);
+  // The device halted on the fault: the jobs behind it complete unrun.
+  // Collect them before the memory they use goes away, then resume it.
+  while (in_flight_count_ > 0) {
+    const InFlight rest = in_flight_[in_flight_head_];
+    in_flight_head_ = (in_flight_head_ + 1) % (NpuHardware::kRingSlots - 1);
+    --in_flight_count_;
+    if (!hw->WaitForCompletion(rest.sequence, platform::DeadlineFromTimeout(timeout_ns)).ok()) {
+      hw->Reset();
+      in_flight_count_ = 0;
+      break;
+    }
+    rest.job->status.IgnoreError();
+  }
+  hw->WriteRegister(kHwRegIrqStatus, kHwIrqFault);
+  if (f.export_name) {
+    return std::move(failure).Annotate("running export '%s' of an npu-v1 executable",
+                                       f.export_name);
+  }
+  return std::move(failure).Annotate("running a DMA transfer");
+}
+
+Status NpuExecutor::Drain() {
+  while (in_flight_count_ > 0) OSPREY_RETURN_IF_ERROR(RetireOldest());
+  return OkStatus();
+}
 
 Status NpuExecutor::MapWindow(uint8_t* data, uint64_t length, uint8_t access,
                               sim::MemoryWindow* out) {
@@ -193,7 +264,7 @@ Status NpuExecutor::DmaCopy(uint8_t* source, uint8_t* target, uint64_t length) {
   OSPREY_ASSIGN_OR_RETURN(HwJob * job, scratch.New<HwJob>());
   job->words = {words, static_cast<size_t>(w - words)};
   job->windows = {windows, 2};
-  return device_->RunJob(job);
+  return Submit(job, nullptr);
 }
 
 Status NpuExecutor::OnDispatch(const hal::local::DispatchCommand& command) {
@@ -240,9 +311,7 @@ Status NpuExecutor::OnDispatch(const hal::local::DispatchCommand& command) {
   OSPREY_ASSIGN_OR_RETURN(HwJob * job, scratch.New<HwJob>());
   job->words = {words, view.words.size()};
   job->windows = {windows, count};
-  OSPREY_RETURN_IF_ERROR(device_->RunJob(job), "running export '%s' of an npu-v1 executable",
-                         view.name);
-  return OkStatus();
+  return Submit(job, view.name);
 }
 
 //===----------------------------------------------------------------------===//
@@ -376,19 +445,6 @@ sim::Counters NpuDevice::counters() {
   return counters_;
 }
 
-Status NpuDevice::RunJob(HwJob* job) {
-  OSPREY_ASSIGN_OR_RETURN(uint32_t sequence, hardware_->Submit(job));
-  const int64_t deadline = platform::DeadlineFromTimeout(options_.job_timeout_ns);
-  Status waited = hardware_->WaitForCompletion(sequence, deadline);
-  if (!waited.ok()) {
-    hardware_->Reset();
-    return std::move(waited).Annotate("npu watchdog: job timed out after %lld ms; device reset",
-                                      (long long)(options_.job_timeout_ns / 1000000));
-  }
-  counters_.Accumulate(job->counters);
-  return std::move(job->status);
-}
-
 Status NpuDevice::Execute(const hal::SemaphoreList& wait,
                           std::span<hal::CommandBuffer* const> command_buffers) {
   const int64_t deadline = platform::DeadlineFromTimeout(options_.wait_timeout_ns);
@@ -401,7 +457,15 @@ Status NpuDevice::Execute(const hal::SemaphoreList& wait,
   NpuExecutor executor(this);
   for (size_t i = 0; i < command_buffers.size(); ++i) {
     auto* recording = hal::local::RecordingCommandBuffer::Cast(command_buffers[i]);
-    OSPREY_RETURN_IF_ERROR(recording->Replay(executor), "npu executing command buffer %zu", i);
+    // Jobs stay in flight while later commands are prepared; whatever
+    // happens, they finish before their scratch memory is reused.
+    Status replayed = recording->Replay(executor);
+    Status drained = executor.Drain();
+    if (!replayed.ok()) {
+      drained.IgnoreError();  // Reported through |replayed| (or caused by it).
+      return std::move(replayed).Annotate("npu executing command buffer %zu", i);
+    }
+    OSPREY_RETURN_IF_ERROR(std::move(drained), "npu executing command buffer %zu", i);
   }
   return OkStatus();
 }

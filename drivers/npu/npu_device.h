@@ -14,13 +14,15 @@
 //   2. Command buffers run in order. Dispatches of "npu-v1" executables and
 //      copy/update transfers become command streams (relocated, with their
 //      windows) placed on the hardware's command ring; the driver rings the
-//      doorbell and sleeps until the completion interrupt. Fills are
-//      written by the driver through its device mapping. Every job finishes
-//      before the next command starts, so barriers are satisfied by
-//      construction.
+//      doorbell and prepares the next job while the device runs, sleeping
+//      on the completion interrupt only when the ring is full, before a
+//      fill (written by the driver through its device mapping) and at the
+//      end of each command buffer. The device runs jobs one at a time in
+//      ring order, so barriers are satisfied by construction.
 //   3. A device fault (bad stream, out-of-bounds SRAM, DMA outside a window
-//      or through one without the needed access) stops the submission with
-//      the fault's code and description plus the export and command index.
+//      or through one without the needed access) halts the device: later
+//      jobs are not run, and the submission fails with the fault's code and
+//      description plus the export and command buffer index.
 //      A job that does not complete within the job timeout resets the
 //      device and fails with DEADLINE_EXCEEDED.
 //   4. Signal semaphores are signalled on success and failed with the error
@@ -116,8 +118,6 @@ class NpuDevice final : public hal::Device {
                  const hal::SemaphoreList& signal);
   void DrainQueue();
   static void QueueMain(void* arg);
-  // Runs one job to completion, turning faults and timeouts into errors.
-  Status RunJob(HwJob* job);
 
   NpuDeviceOptions options_;
   osprey::Allocator* host_allocator_;

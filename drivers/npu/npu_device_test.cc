@@ -253,6 +253,58 @@ TEST_F(NpuDeviceTest, WriteThroughReadOnlyBindingFaultsWithContext) {
   EXPECT_NE(device_->hardware()->ReadRegister(kHwRegFaultJob), 0u);
 }
 
+TEST_F(NpuDeviceTest, FaultHaltsLaterJobsOfTheSubmission) {
+  Create();
+  ConvFixture f;
+  StreamBuilder bad;
+  bad.Ifm(0, 4, 4, 4).Ofm(0, 4, 4, 4).Op(NPU_OP_CONV);  // OFM overlaps IFM.
+  BlobExport bad_export;
+  bad_export.name = "overlapping";
+  bad_export.words = bad.Finish();
+  bad_export.binding_count = 0;
+  auto exe = Load({bad_export, f.Export()});
+  ASSERT_OK(exe);
+  auto in = Host(f.input.data(), f.input.size());
+  auto w = Host(f.weight_blob.data(), f.weight_blob.size());
+  std::vector<uint8_t> sentinel(8 * 8 * 6, 0x5A);
+  auto out = Host(sentinel.data(), sentinel.size());
+  Status s = Submit([&](hal::CommandBuffer* cb) -> Status {
+    OSPREY_RETURN_IF_ERROR(cb->Dispatch(exe->get(), 0, {}, {}, {}));
+    BufferRef bindings[] = {{in.get()}, {w.get()}, {out.get()}};
+    return cb->Dispatch(exe->get(), 1, {}, {}, bindings);
+  });
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(Text(s).find("'overlapping'"), std::string::npos) << Text(s);
+  EXPECT_NE(Text(s).find("overlaps IFM"), std::string::npos) << Text(s);
+  EXPECT_EQ(Read(out.get()), sentinel);  // The conv after the fault never ran.
+  // The fault was acknowledged: the next submission runs.
+  ASSERT_OK(Submit([&](hal::CommandBuffer* cb) {
+    BufferRef bindings[] = {{in.get()}, {w.get()}, {out.get()}};
+    return cb->Dispatch(exe->get(), 1, {}, {}, bindings);
+  }));
+  EXPECT_EQ(Read(out.get()), f.Expected());
+}
+
+TEST_F(NpuDeviceTest, ManyJobsCycleThroughTheRing) {
+  Create();
+  constexpr int kJobs = 3 * NpuHardware::kRingSlots + 1;
+  std::vector<uint8_t> data(256);
+  for (int i = 0; i < 256; ++i) data[i] = uint8_t(i);
+  std::vector<ref_ptr<hal::Buffer>> buffers;
+  buffers.push_back(Host(data.data(), data.size()));
+  for (int i = 0; i < kJobs; ++i) buffers.push_back(Host(nullptr, data.size()));
+  // A chain of copies: each reads the previous one's result.
+  ASSERT_OK(Submit([&](hal::CommandBuffer* cb) -> Status {
+    for (int i = 0; i < kJobs; ++i) {
+      OSPREY_RETURN_IF_ERROR(cb->CopyBuffer({buffers[i].get()}, {buffers[i + 1].get()}));
+      OSPREY_RETURN_IF_ERROR(cb->ExecutionBarrier());
+    }
+    return OkStatus();
+  }));
+  EXPECT_EQ(Read(buffers.back().get()), data);
+  EXPECT_EQ(device_->hardware()->ReadRegister(kHwRegCompleted), uint32_t(kJobs));
+}
+
 TEST_F(NpuDeviceTest, HungDeviceTimesOutAndResets) {
   NpuDeviceOptions options;
   options.job_timeout_ns = 200'000'000;

@@ -56,6 +56,8 @@ void NpuHardware::WriteRegister(HwRegister reg, uint32_t value) {
       break;
     case kHwRegIrqStatus:
       regs_[kHwRegIrqStatus] &= ~value;
+      // Acknowledging the fault resumes the device.
+      if (value & kHwIrqFault) regs_[kHwRegStatus] &= ~kHwStatusHalted;
       break;
     case kHwRegDoorbell:
       if (threaded_) {
@@ -77,11 +79,18 @@ void NpuHardware::DrainLocked() {
     const uint32_t sequence = tail_sequence_;
     busy_ = true;
     regs_[kHwRegStatus] |= kHwStatusBusy;
-    // The stream runs without the lock so the driver can poll registers.
-    mutex_.Unlock();
-    job->status = sim_->Execute(job->words, job->windows, &job->counters, &job->fault);
-    const bool faulted = !job->status.ok();
-    mutex_.Lock();
+    bool faulted = false;
+    if (regs_[kHwRegStatus] & kHwStatusHalted) {
+      job->status = AbortedError("npu job %u not run: the device halted on a fault in job %u",
+                                 static_cast<unsigned>(sequence),
+                                 static_cast<unsigned>(regs_[kHwRegFaultJob]));
+    } else {
+      // The stream runs without the lock so the driver can poll registers.
+      mutex_.Unlock();
+      job->status = sim_->Execute(job->words, job->windows, &job->counters, &job->fault);
+      faulted = !job->status.ok();
+      mutex_.Lock();
+    }
     ring_[slot] = nullptr;
     regs_[kHwRegRingTail] = (slot + 1) % kRingSlots;
     ++tail_sequence_;
@@ -94,6 +103,7 @@ void NpuHardware::DrainLocked() {
     regs_[kHwRegIrqStatus] |= kHwIrqJobDone;
     busy_ = false;
     regs_[kHwRegStatus] &= ~kHwStatusBusy;
+    if (faulted) regs_[kHwRegStatus] |= kHwStatusHalted;
     interrupt_.NotifyAll();
   }
 }
@@ -139,7 +149,7 @@ Status NpuHardware::WaitForCompletion(uint32_t sequence, int64_t deadline_ns) {
                                    (regs_[kHwRegStatus] & kHwStatusHung) ? "hung" : "busy");
     }
   }
-  regs_[kHwRegIrqStatus] = 0;
+  regs_[kHwRegIrqStatus] &= ~kHwIrqJobDone;
   return OkStatus();
 }
 

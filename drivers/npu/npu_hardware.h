@@ -9,6 +9,10 @@
 // OSPREY_HAVE_THREADS=0 (or NpuHardwareOptions::inline_execution) the
 // doorbell runs the job before it returns, as a bare-metal polling driver
 // would observe it.
+//
+// A fault halts the device: jobs still on the ring (and any submitted before
+// the driver acknowledges the fault by writing FAULT to IRQ_STATUS) complete
+// with ABORTED without running, so nothing runs on top of a failed result.
 #ifndef OSPREY_DRIVERS_NPU_NPU_HARDWARE_H_
 #define OSPREY_DRIVERS_NPU_NPU_HARDWARE_H_
 
@@ -39,6 +43,7 @@ enum HwRegister : uint32_t {
 inline constexpr uint32_t kHwId = 0x4E505501;  // "NPU" v1
 inline constexpr uint32_t kHwStatusBusy = 1u << 0;
 inline constexpr uint32_t kHwStatusHung = 1u << 1;
+inline constexpr uint32_t kHwStatusHalted = 1u << 2;  // After a fault, until acknowledged.
 inline constexpr uint32_t kHwIrqJobDone = 1u << 0;
 inline constexpr uint32_t kHwIrqFault = 1u << 1;
 
@@ -85,11 +90,12 @@ class NpuHardware {
   StatusOr<uint32_t> Submit(HwJob* job);
 
   // Blocks until COMPLETED reaches |sequence| (the completion interrupt) or
-  // |deadline_ns| passes: DEADLINE_EXCEEDED. Clears the interrupt bits.
+  // |deadline_ns| passes: DEADLINE_EXCEEDED. Clears JOB_DONE; a FAULT stays
+  // set (and the device halted) until acknowledged.
   Status WaitForCompletion(uint32_t sequence, int64_t deadline_ns);
 
   // Drops every queued job after waiting for the one in flight; the ring is
-  // empty afterwards and the hang hook is cleared.
+  // empty afterwards, and the hang hook and any fault halt are cleared.
   void Reset();
 
   // Borrowed; valid while the hardware lives. Only the device (thread) may

@@ -67,7 +67,25 @@ TEST_P(NpuHardwareTest, FaultIsLatchedInRegisters) {
   EXPECT_EQ(job.fault.kind, sim::FaultKind::kBadOpcode);
   EXPECT_EQ(hw_->ReadRegister(kHwRegFaultJob), *seq);
   EXPECT_EQ(hw_->ReadRegister(kHwRegFaultKind), uint32_t(sim::FaultKind::kBadOpcode));
+  // The device halts until the fault is acknowledged: work does not run.
+  EXPECT_EQ(hw_->ReadRegister(kHwRegIrqStatus), kHwIrqFault);
+  EXPECT_NE(hw_->ReadRegister(kHwRegStatus) & kHwStatusHalted, 0u);
+  const uint32_t good[] = {kEnd};
+  HwJob skipped;
+  skipped.words = good;
+  auto skipped_seq = hw_->Submit(&skipped);
+  ASSERT_TRUE(skipped_seq.ok());
+  ASSERT_TRUE(hw_->WaitForCompletion(*skipped_seq, Soon()).ok());
+  EXPECT_EQ(skipped.status.code(), StatusCode::kAborted);
+  hw_->WriteRegister(kHwRegIrqStatus, kHwIrqFault);
   EXPECT_EQ(hw_->ReadRegister(kHwRegIrqStatus), 0u);
+  EXPECT_EQ(hw_->ReadRegister(kHwRegStatus) & kHwStatusHalted, 0u);
+  HwJob runs;
+  runs.words = good;
+  auto runs_seq = hw_->Submit(&runs);
+  ASSERT_TRUE(runs_seq.ok());
+  ASSERT_TRUE(hw_->WaitForCompletion(*runs_seq, Soon()).ok());
+  EXPECT_TRUE(runs.status.ok());
 }
 
 TEST_P(NpuHardwareTest, RingFullIsResourceExhausted) {
