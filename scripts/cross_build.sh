@@ -22,6 +22,9 @@
 #                               the libraries it links (the VM does not build
 #                               with clang yet)
 #   OSPREY_JOBS                 parallel jobs (default 2)
+#   OSPREY_CORTEX_M4_SIZE_BUDGET  fail if the runtime libraries' text+data in the
+#                               cortex-m4 firmware exceeds this (default 70000
+#                               bytes; 0 disables)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -33,7 +36,7 @@ targets=()
 for arg in "$@"; do
   case "$arg" in
     --run) run=1 ;;
-    -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "cross_build.sh: unknown option '$arg'" >&2; exit 2 ;;
     *) targets+=("$arg") ;;
   esac
@@ -102,9 +105,12 @@ build_target() {
 
   local elf="$dir/bin/osprey_bare_metal_firmware.elf"
   "${tool_prefix}size" "$elf"
-  if command -v python3 > /dev/null; then
-    python3 "$root/scripts/qemu/size_report.py" "$elf.map" --top 10 \
-      --cxxfilt "${tool_prefix}c++filt"
+  local budget=0
+  [[ "$target" == cortex-m4 ]] && budget="${OSPREY_CORTEX_M4_SIZE_BUDGET:-70000}"
+  if ! python3 "$root/scripts/qemu/size_report.py" "$elf.map" --top 10 \
+      --cxxfilt "${tool_prefix}c++filt" --budget "$budget"; then
+    echo "cross_build.sh: $target runtime size over budget" >&2
+    return 1
   fi
   if ((run)); then
     bash "$root/scripts/qemu/run_firmware.sh" "$target" "$elf"

@@ -7,7 +7,10 @@ libc, libgcc, ...), the bytes it contributes to text (code and read-only
 data), data (initialized RAM, also stored in flash) and bss. Then lists the
 largest input sections that come from Osprey libraries, demangled.
 
-  size_report.py <map> [--top N] [--cxxfilt TOOL]
+  size_report.py <map> [--top N] [--cxxfilt TOOL] [--budget BYTES]
+
+With --budget, exits with status 1 if the Osprey libraries' text+data
+exceeds BYTES.
 """
 import argparse
 import collections
@@ -96,6 +99,8 @@ def main():
   parser.add_argument("map")
   parser.add_argument("--top", type=int, default=15)
   parser.add_argument("--cxxfilt", default="c++filt")
+  parser.add_argument("--budget", type=int, default=0,
+                      help="fail if the runtime's text+data exceeds this many bytes")
   args = parser.parse_args()
 
   totals = collections.defaultdict(lambda: collections.Counter())
@@ -122,6 +127,11 @@ def main():
   print(f"osprey runtime code size (text+data): {osprey['text'] + osprey['data']} bytes")
   strings = sum(size for size, name, _ in osprey_sections if re.search(r"\.str\d", name))
   print(f"  of which string literals (messages, names): {strings} bytes")
+  runtime_bytes = osprey["text"] + osprey["data"]
+  over_budget = args.budget > 0 and runtime_bytes > args.budget
+  if args.budget > 0:
+    print(f"size budget: {runtime_bytes} of {args.budget} bytes"
+          f"{' -- OVER BUDGET' if over_budget else ''}")
 
   if args.top > 0 and osprey_sections:
     osprey_sections.sort(reverse=True)
@@ -138,7 +148,8 @@ def main():
     print(f"largest osprey sections (of {len(osprey_sections)}):")
     for (size, name, group), symbol in zip(top, pretty):
       print(f"  {size:>6}  {group:<22} {symbol}")
+  return 1 if over_budget else 0
 
 
 if __name__ == "__main__":
-  main()
+  sys.exit(main())
