@@ -206,6 +206,61 @@ TEST_F(LocalDispatchTest, OneShotSubmissionIsChecked) {
   EXPECT_EQ((*cb)->BeginSubmission().code(), StatusCode::kFailedPrecondition);
 }
 
+// Sums binding i's first word * (i + 1) into binding 0's first word.
+int SumBindings(const osprey_executable_environment_v1_t*, const osprey_dispatch_state_v1_t* d,
+                const osprey_workgroup_state_v1_t*) {
+  uint32_t sum = 0;
+  for (uint32_t i = 1; i < d->binding_count; ++i) {
+    if (d->binding_lengths[i] != 4) return 1;
+    sum += static_cast<const uint32_t*>(d->binding_ptrs[i])[0] * (i + 1);
+  }
+  static_cast<uint32_t*>(d->binding_ptrs[0])[0] = sum;
+  return 0;
+}
+
+TEST_F(LocalDispatchTest, ManyBindingsUseScratch) {
+  constexpr uint32_t kBindings = 20;
+  osprey_executable_library_header_t header = {1, "many"};
+  osprey_dispatch_fn_t fns[1] = {&SumBindings};
+  osprey_dispatch_attrs_v1_t attrs[1] = {{kBindings, 0, 0x1, 0, {1, 1, 1}}};
+  osprey_executable_library_v1_t library = {};
+  library.header = &header;
+  library.exports = {1, fns, attrs, nullptr};
+  auto executable = LibraryExecutable::Create(&library.header, {}, allocator_);
+  ASSERT_TRUE(executable.ok()) << executable.status().message();
+
+  std::vector<ref_ptr<Buffer>> buffers;
+  std::vector<BufferRef> bindings;
+  for (uint32_t i = 0; i < kBindings; ++i) {
+    auto buffer = heap_->AllocateBuffer({}, 4);
+    ASSERT_TRUE(buffer.ok());
+    uint32_t value = i;
+    ASSERT_TRUE((*buffer)->WriteData(0, &value, 4).ok());
+    bindings.push_back({buffer->get(), 0, 4});
+    buffers.push_back(std::move(*buffer));
+  }
+  auto cb = RecordingCommandBuffer::Create(CommandBufferMode::kDefault, allocator_);
+  ASSERT_TRUE(cb.ok());
+  ASSERT_TRUE((*cb)->Begin().ok());
+  ASSERT_TRUE((*cb)->Dispatch(executable->get(), 0, {1, 1, 1}, {}, bindings).ok());
+  ASSERT_TRUE((*cb)->End().ok());
+  ASSERT_EQ((*cb)->max_binding_count(), kBindings);
+  const auto* command = static_cast<const DispatchCommand*>((*cb)->first_command());
+  ASSERT_EQ(command->type, CommandType::kDispatch);
+
+  LocalDispatch without_scratch;
+  EXPECT_EQ(without_scratch.Prepare(*command, 1, nullptr).code(), StatusCode::kResourceExhausted);
+  Arena scratch(allocator_);
+  LocalDispatch dispatch;
+  ASSERT_TRUE(dispatch.Prepare(*command, 1, &scratch).ok());
+  ASSERT_TRUE(dispatch.RunWorkgroups(0, 1, 0, nullptr, 0).ok());
+  uint32_t sum = 0;
+  ASSERT_TRUE(buffers[0]->ReadData(0, &sum, 4).ok());
+  uint32_t expected = 0;
+  for (uint32_t i = 1; i < kBindings; ++i) expected += i * (i + 1);
+  EXPECT_EQ(sum, expected);
+}
+
 TEST(HeapAllocatorTest, UsesDataAllocatorAndTracksBytes) {
   CountingAllocator data(osprey::Allocator::Default());
   auto heap = HeapAllocator::Create(osprey::Allocator::Default(), &data);
