@@ -55,7 +55,15 @@ void printDispatchProgram(const DispatchProgram &d, llvm::raw_ostream &os) {
       os << (i ? ", " : "") << name(r.bindings[i].tensor)
          << (r.bindings[i].write ? " write" : " read");
     }
-    os << "]\n    workgroups " << listStr(r.workgroupCount) << " tiles "
+    os << "]\n";
+    if (!r.constants.empty()) {
+      os << "    constants [";
+      for (size_t i = 0; i < r.constants.size(); ++i) {
+        os << (i ? ", " : "") << name(r.constants[i]);
+      }
+      os << "]\n";
+    }
+    os << "    workgroups " << listStr(r.workgroupCount) << " tiles "
        << listStr(r.tileSizes) << (r.microkernel ? " microkernel" : "")
        << "\n";
   }

@@ -46,6 +46,9 @@ struct DispatchRegion {
   std::string loc;        // node name of the root, for diagnostics
   std::vector<unsigned> ops; // structured op indices; ops[0] is the root
   std::vector<Binding> bindings; // reads first, then the single write
+  // Constant tensors the region reads. They are not bound: the target embeds
+  // them as read-only data of the executable.
+  std::vector<unsigned> constants;
   std::array<int64_t, 3> workgroupCount = {1, 1, 1};
   std::vector<int64_t> tileSizes; // per root loop; 0 = whole loop
   std::vector<unsigned> tiledLoops; // see structured::FusionGroup

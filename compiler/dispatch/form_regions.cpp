@@ -1,6 +1,7 @@
 // Forms dispatch regions from fusion groups and classifies buffer storage.
 #include "compiler/dispatch/dispatch_ir.h"
 
+#include <algorithm>
 #include <set>
 
 #include "compiler/graph/status.h"
@@ -95,6 +96,13 @@ absl::StatusOr<DispatchRegion> buildRegion(DispatchProgram &d,
           return absl::InvalidArgumentError(
               describe(op) + ": reads a value of its own dispatch region "
                              "through a non-identity map");
+        }
+        continue;
+      }
+      if (d.buffers[d.storageOf(in.tensor)].kind == BufferKind::Constant) {
+        if (std::find(r.constants.begin(), r.constants.end(), in.tensor) ==
+            r.constants.end()) {
+          r.constants.push_back(in.tensor);
         }
         continue;
       }

@@ -1,10 +1,14 @@
-// osprey-compile: compiles an ONNX model for a target. Runs the importer and
-// the graph pipeline; later stages report UNIMPLEMENTED until they exist.
+// osprey-compile: compiles an ONNX model for a target into an .osp module:
+// import, graph passes, structured ops and fusion, dispatch regions and
+// memory planning, LLVM CPU code generation and the VM backend.
+#include "compiler/dispatch/dispatch_ir.h"
 #include "compiler/graph/ir_text.h"
 #include "compiler/graph/passes/pass_manager.h"
 #include "compiler/import/onnx/importer.h"
 #include "compiler/structured/fusion.h"
 #include "compiler/structured/lower_graph.h"
+#include "compiler/targets/llvm_cpu/library.h"
+#include "compiler/vm_backend/module_emitter.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/raw_ostream.h"
@@ -25,8 +29,11 @@ static cl::opt<std::string> targetCpu("target-cpu",
 static cl::opt<std::string>
     outputFormat("output-format",
                  cl::desc("osp (deployable module), graph-ir (textual "
-                          "graph IR after the graph passes) or structured "
-                          "(structured ops with fusion decisions)"),
+                          "graph IR after the graph passes), structured "
+                          "(structured ops with fusion decisions), dispatch "
+                          "(dispatch regions with the memory plan) or "
+                          "llvm-ir (optimized LLVM IR of the dispatch "
+                          "library)"),
                  cl::init("osp"));
 static cl::opt<bool> printIr("print-ir",
                              cl::desc("Print the final graph IR to stderr"));
@@ -69,11 +76,13 @@ int main(int argc, char **argv) {
         "unknown target '" + target + "' (expected host, x86_64, armv7em or "
                                       "riscv32)"));
   }
-  if (outputFormat != "osp" && outputFormat != "graph-ir" &&
-      outputFormat != "structured") {
+  static const char *kFormats[] = {"osp", "graph-ir", "structured", "dispatch",
+                                   "llvm-ir"};
+  if (std::find(std::begin(kFormats), std::end(kFormats),
+                outputFormat.getValue()) == std::end(kFormats)) {
     return fail(absl::InvalidArgumentError(
         "unknown output format '" + outputFormat +
-        "' (expected osp, graph-ir or structured)"));
+        "' (expected osp, graph-ir, structured, dispatch or llvm-ir)"));
   }
   auto imported = onnximport::importOnnxFile(inputFile);
   if (!imported.ok()) {
@@ -122,17 +131,86 @@ int main(int argc, char **argv) {
   if (absl::Status s = structured::fuseAndTile(*program); !s.ok()) {
     return fail(s);
   }
-  if (outputFormat == "structured") {
+  auto openText = [&](std::unique_ptr<llvm::raw_fd_ostream> &os,
+                      const std::string &path) {
     std::error_code ec;
-    llvm::raw_fd_ostream os(outputFile, ec, llvm::sys::fs::OF_Text);
+    os = std::make_unique<llvm::raw_fd_ostream>(path, ec,
+                                                llvm::sys::fs::OF_Text);
     if (ec) {
-      llvm::errs() << "osprey-compile: error: cannot open '" << outputFile
+      llvm::errs() << "osprey-compile: error: cannot open '" << path
                    << "': " << ec.message() << "\n";
+      return false;
+    }
+    return true;
+  };
+  std::unique_ptr<llvm::raw_fd_ostream> os;
+  if (outputFormat == "structured") {
+    if (!openText(os, outputFile)) {
       return 1;
     }
-    structured::printProgram(*program, os);
+    structured::printProgram(*program, *os);
     return 0;
   }
-  return fail(absl::UnimplementedError(
-      "code generation for target '" + target + "' is not implemented yet"));
+  auto dispatchProgram = dispatch::formDispatchRegions(std::move(*program));
+  if (!dispatchProgram.ok()) {
+    return fail(dispatchProgram.status());
+  }
+  if (absl::Status s = dispatch::planMemory(*dispatchProgram); !s.ok()) {
+    return fail(s);
+  }
+  if (outputFormat == "dispatch") {
+    if (!openText(os, outputFile)) {
+      return 1;
+    }
+    dispatch::printDispatchProgram(*dispatchProgram, *os);
+    return 0;
+  }
+  auto cpu = llvm_cpu::resolveCpuTarget(target, targetCpu);
+  if (!cpu.ok()) {
+    return fail(cpu.status());
+  }
+  std::string moduleName = dispatchProgram->program.name;
+  for (char &c : moduleName) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') {
+      c = '_';
+    }
+  }
+  if (moduleName.empty() || std::isdigit(static_cast<unsigned char>(moduleName[0]))) {
+    moduleName = "m_" + moduleName;
+  }
+  std::string llvmIr;
+  llvm_cpu::LibraryOptions libraryOptions;
+  libraryOptions.name = moduleName;
+  if (outputFormat == "llvm-ir") {
+    libraryOptions.llvmIr = &llvmIr;
+  }
+  // lld resets every LLVM command-line option to its default when a link
+  // finishes, so read the options this tool still needs first.
+  const std::string format = outputFormat, outputPath = outputFile;
+  auto library =
+      llvm_cpu::buildExecutableLibrary(*dispatchProgram, *cpu, libraryOptions);
+  if (!library.ok()) {
+    return fail(library.status());
+  }
+  if (format == "llvm-ir") {
+    if (!openText(os, outputPath)) {
+      return 1;
+    }
+    *os << llvmIr;
+    return 0;
+  }
+  auto module = vm_backend::emitModule(
+      *dispatchProgram, {cpu->elfFormat, std::move(*library)}, moduleName);
+  if (!module.ok()) {
+    return fail(module.status());
+  }
+  std::error_code ec;
+  llvm::raw_fd_ostream out(outputPath, ec, llvm::sys::fs::OF_None);
+  if (ec) {
+    llvm::errs() << "osprey-compile: error: cannot open '" << outputPath
+                 << "': " << ec.message() << "\n";
+    return 1;
+  }
+  out.write(reinterpret_cast<const char *>(module->data()), module->size());
+  return 0;
 }

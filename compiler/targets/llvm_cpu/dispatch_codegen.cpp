@@ -69,6 +69,9 @@ public:
       bindings_[r_.bindings[i].tensor] = b_.CreateLoad(
           b_.getPtrTy(), slot, "binding" + std::to_string(i));
     }
+    for (unsigned c : r_.constants) {
+      bindings_[c] = constantGlobal(p_.storageOf(c));
+    }
     if (root.hasReduction()) {
       acc_ = b_.CreateAlloca(b_.getFloatTy(), nullptr, "acc");
     }
@@ -162,6 +165,26 @@ private:
       }
     }
     return absl::OkStatus();
+  }
+
+  // The module-wide read-only copy of constant tensor |t| (one per tensor,
+  // shared by every region of the library).
+  llvm::GlobalVariable *constantGlobal(unsigned t) {
+    const structured::TensorInfo &info = p_.program.tensors[t];
+    std::string name = "constant_" + info.name;
+    if (llvm::GlobalVariable *g = m_.getNamedGlobal(name)) {
+      return g;
+    }
+    llvm::ArrayRef<uint8_t> bytes = info.constant->bytes();
+    llvm::Constant *data = llvm::ConstantDataArray::getRaw(
+        llvm::StringRef(reinterpret_cast<const char *>(bytes.data()),
+                        bytes.size()),
+        bytes.size() / 4, b_.getFloatTy());
+    auto *g = new llvm::GlobalVariable(m_, data->getType(), true,
+                                       llvm::GlobalValue::InternalLinkage,
+                                       data, name);
+    g->setAlignment(llvm::Align(64));
+    return g;
   }
 
   // Loops over dims[k..] in order with [lo, hi) ranges, then calls |inner|.

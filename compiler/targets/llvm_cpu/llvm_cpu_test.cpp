@@ -340,6 +340,19 @@ graph @pool(%x: tensor<1x1x4x4xf32>) {
   expectNear(c.run({x})[0], want, 0);
 }
 
+TEST(LlvmCpuTest, ConstantsAreEmbeddedNotBound) {
+  Compiled c;
+  absl::Status s = c.compile(R"(
+graph @weights(%x: tensor<1x2xf32>) {
+  %w = Constant() {value = dense<[1.0, 2.0, 3.0, 4.0]>} : tensor<2x2xf32>
+  %y = MatMul(%x, %w) : tensor<1x2xf32>
+  return %y
+})");
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(c.executable().export_info(0).binding_count, 2u);
+  expectNear(c.run({{0.5f, -2.0f}})[0], {0.5f - 6.0f, 1.0f - 8.0f}, 0);
+}
+
 TEST(LlvmCpuTest, NonFloatElementTypesAreUnimplemented) {
   Compiled c;
   absl::Status s = c.compile(R"(

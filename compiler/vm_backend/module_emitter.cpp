@@ -1,0 +1,277 @@
+// Host code of a dispatch program as VM bytecode calling the hal module.
+#include "compiler/vm_backend/module_emitter.h"
+
+#include <cstring>
+#include <map>
+
+#include "hal/types.h"
+#include "vm/builder/module_builder.h"
+#include "vm/opcodes.h"
+
+namespace osprey::compiler::vm_backend {
+namespace {
+
+using dispatch::BufferKind;
+using vm::Bank;
+using vm::Opcode;
+
+absl::Status toAbsl(const osprey::Status &s, const std::string &context) {
+  if (s.ok()) {
+    return absl::OkStatus();
+  }
+  const char *message = s.message();
+  return absl::Status(static_cast<absl::StatusCode>(static_cast<int>(s.code())),
+                      context + ": " + (message ? message : ""));
+}
+
+// Bytecode for one function: fresh registers per value, one method per
+// instruction the host code needs.
+class FunctionEmitter {
+public:
+  explicit FunctionEmitter(vm::ModuleBuilder &builder) : builder_(builder) {}
+
+  uint16_t reg(Bank bank) { return counts_[int(bank)]++; }
+  std::array<uint16_t, vm::kBankCount> counts() const { return counts_; }
+  vm::BytecodeWriter &writer() { return w_; }
+
+  uint16_t constI32(int32_t v) {
+    uint16_t r = reg(Bank::kI32);
+    w_.Op(Opcode::kConstI32);
+    w_.Reg(r);
+    w_.I32(v);
+    return r;
+  }
+  uint16_t constI64(int64_t v) {
+    uint16_t r = reg(Bank::kI64);
+    w_.Op(Opcode::kConstI64);
+    w_.Reg(r);
+    w_.I64(v);
+    return r;
+  }
+  uint16_t rodata(uint32_t segment) {
+    uint16_t r = reg(Bank::kRef);
+    w_.Op(Opcode::kConstRefRodata);
+    w_.Reg(r);
+    w_.U32(segment);
+    return r;
+  }
+  uint16_t nullRef() {
+    uint16_t r = reg(Bank::kRef);
+    w_.Op(Opcode::kConstRefNull);
+    w_.Reg(r);
+    return r;
+  }
+  void call(const std::string &name, const std::string &signature,
+            std::vector<uint16_t> args, std::vector<uint16_t> results) {
+    std::string full = "hal." + name;
+    auto index = builder_.FindImport(full);
+    if (!index) {
+      index = builder_.AddImport(full, signature);
+    }
+    w_.Op(Opcode::kCallImport);
+    w_.U32(*index);
+    w_.RegList(args);
+    w_.RegList(results);
+  }
+  uint16_t callRef(const std::string &name, const std::string &signature,
+                   std::vector<uint16_t> args) {
+    uint16_t r = reg(Bank::kRef);
+    call(name, signature, std::move(args), {r});
+    return r;
+  }
+  uint16_t refList(const std::vector<uint16_t> &refs) {
+    uint16_t list = reg(Bank::kRef);
+    uint16_t size = constI32(static_cast<int32_t>(refs.size()));
+    w_.Op(Opcode::kListAlloc);
+    w_.Reg(list);
+    w_.Reg(size);
+    w_.Op(Opcode::kListResize);
+    w_.Reg(list);
+    w_.Reg(size);
+    for (size_t i = 0; i < refs.size(); ++i) {
+      uint16_t index = constI32(static_cast<int32_t>(i));
+      w_.Op(Opcode::kListSetRef);
+      w_.Reg(list);
+      w_.Reg(index);
+      w_.Reg(refs[i]);
+    }
+    return list;
+  }
+  void ret(const std::vector<uint16_t> &values) {
+    w_.Op(Opcode::kReturn);
+    w_.RegList(values);
+  }
+
+private:
+  vm::ModuleBuilder &builder_;
+  vm::BytecodeWriter w_;
+  std::array<uint16_t, vm::kBankCount> counts_{};
+};
+
+std::vector<uint8_t> shapeBytes(llvm::ArrayRef<int64_t> dims) {
+  std::vector<uint8_t> bytes(dims.size() * 8);
+  if (!dims.empty()) {
+    std::memcpy(bytes.data(), dims.data(), bytes.size());
+  }
+  return bytes;
+}
+
+std::vector<uint8_t> textBytes(const std::string &s) {
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
+
+} // namespace
+
+absl::StatusOr<std::vector<uint8_t>>
+emitModule(const dispatch::DispatchProgram &d,
+           const ExecutableBinary &executable, const std::string &moduleName) {
+  const structured::StructuredProgram &p = d.program;
+  if (d.arenaSize < 0) {
+    return absl::FailedPreconditionError(
+        "memory must be planned before emitting the VM module");
+  }
+  for (unsigned t : p.inputs) {
+    if (p.tensors[t].type.elementType() != graph::ElementType::F32) {
+      return absl::UnimplementedError(
+          "graph input '" + p.tensors[t].name + "' has element type " +
+          graph::elementTypeName(p.tensors[t].type.elementType()).str() +
+          "; only f32 module arguments are implemented");
+    }
+  }
+  for (unsigned t : p.outputs) {
+    if (p.tensors[t].type.elementType() != graph::ElementType::F32) {
+      return absl::UnimplementedError(
+          "graph output '" + p.tensors[t].name + "' has element type " +
+          graph::elementTypeName(p.tensors[t].type.elementType()).str() +
+          "; only f32 module results are implemented");
+    }
+  }
+  vm::ModuleBuilder builder(moduleName);
+  uint32_t exeIndex = builder.AddExecutable(executable.format, moduleName,
+                                            executable.data);
+  (void)exeIndex;
+  std::string signature(p.inputs.size(), 'r');
+  signature += ":" + std::string(p.outputs.size(), 'r');
+  uint32_t fn = builder.DeclareFunction("main", signature);
+  FunctionEmitter e(builder);
+  std::vector<uint16_t> args;
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    args.push_back(e.reg(Bank::kRef));
+  }
+  std::map<unsigned, uint32_t> shapeSegments;
+  auto shapeOf = [&](unsigned t) {
+    auto it = shapeSegments.find(t);
+    if (it == shapeSegments.end()) {
+      it = shapeSegments
+               .emplace(t, builder.AddRodata("shape_" + p.tensors[t].name,
+                                             shapeBytes(p.tensors[t].type.dims()),
+                                             8))
+               .first;
+    }
+    return e.rodata(it->second);
+  };
+  uint16_t device = e.callRef("device", ":r", {});
+  uint16_t allocator = e.callRef("device.allocator", "r:r", {device});
+  const int32_t f32 = int32_t(hal::ElementType::kFloat32);
+  uint16_t f32Reg = e.constI32(f32);
+  // Storage of every bound tensor: a register holding a hal.buffer or
+  // hal.buffer_view.
+  std::map<unsigned, uint16_t> storage;
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    unsigned t = p.inputs[i];
+    e.writer().SetLocation("input '" + p.tensors[t].name + "'");
+    uint32_t nameSegment =
+        builder.AddRodata("name_" + p.tensors[t].name,
+                          textBytes("input " + std::to_string(i) + " ('" +
+                                    p.tensors[t].name + "')"),
+                          1);
+    e.call("buffer_view.assert", "rrir:",
+           {args[i], e.rodata(nameSegment), f32Reg, shapeOf(t)}, {});
+    storage[t] = args[i];
+  }
+  auto allocate = [&](int64_t length) {
+    uint16_t type = e.constI32(int32_t(hal::MemoryType::kHostLocal |
+                                       hal::MemoryType::kDeviceVisible));
+    uint16_t usage = e.constI32(int32_t(hal::BufferUsage::kDefault));
+    uint16_t access = e.constI32(0);
+    return e.callRef("allocator.allocate", "riiiI:r",
+                     {allocator, type, usage, access, e.constI64(length)});
+  };
+  std::map<unsigned, uint16_t> outputBuffers;
+  for (unsigned t : p.outputs) {
+    outputBuffers[t] = storage[t] = allocate(d.buffers[t].byteSize);
+  }
+  uint16_t arena = 0;
+  if (d.arenaSize > 0) {
+    arena = allocate(d.arenaSize);
+  }
+  auto bufferFor = [&](unsigned t) {
+    unsigned s = d.storageOf(t);
+    auto it = storage.find(s);
+    if (it != storage.end()) {
+      return it->second;
+    }
+    const dispatch::Buffer &b = d.buffers[s];
+    uint16_t sub = e.callRef("buffer.subspan", "rII:r",
+                             {arena, e.constI64(b.offset),
+                              e.constI64(b.byteSize)});
+    storage[s] = sub;
+    return sub;
+  };
+  uint16_t exe = e.callRef("executable.create", "ri:r", {device, e.constI32(0)});
+  uint16_t cb = e.callRef("command_buffer.create", "ri:r",
+                          {device, e.constI32(1)});
+  e.call("command_buffer.begin", "r:", {cb}, {});
+  uint16_t noConstants = e.nullRef();
+  for (const dispatch::HostCommand &c : d.commands) {
+    if (c.kind == dispatch::HostCommand::Kind::Barrier) {
+      e.call("command_buffer.execution_barrier", "r:", {cb}, {});
+      continue;
+    }
+    const dispatch::DispatchRegion &r = d.regions[c.region];
+    e.writer().SetLocation("node '" + r.loc + "' (" + r.name + ")");
+    std::vector<uint16_t> refs;
+    for (const dispatch::Binding &b : r.bindings) {
+      refs.push_back(bufferFor(b.tensor));
+    }
+    for (int64_t n : r.workgroupCount) {
+      if (n > INT32_MAX) {
+        return absl::UnimplementedError(
+            "node '" + r.loc + "': workgroup count " + std::to_string(n) +
+            " does not fit the dispatch call");
+      }
+    }
+    e.call("command_buffer.dispatch", "rriiiirr:",
+           {cb, exe, e.constI32(static_cast<int32_t>(c.region)),
+            e.constI32(static_cast<int32_t>(r.workgroupCount[0])),
+            e.constI32(static_cast<int32_t>(r.workgroupCount[1])),
+            e.constI32(static_cast<int32_t>(r.workgroupCount[2])),
+            noConstants, e.refList(refs)},
+           {});
+  }
+  e.writer().SetLocation("submission");
+  e.call("command_buffer.end", "r:", {cb}, {});
+  e.call("device.queue.execute_sync", "rr:", {device, cb}, {});
+  std::vector<uint16_t> results;
+  for (unsigned t : p.outputs) {
+    results.push_back(e.callRef("buffer_view.create", "rIIir:r",
+                                {outputBuffers[t], e.constI64(0),
+                                 e.constI64(d.buffers[t].byteSize), f32Reg,
+                                 shapeOf(t)}));
+  }
+  e.ret(results);
+  auto code = e.writer().Finish();
+  if (!code.ok()) {
+    return toAbsl(code.status(), "finishing the bytecode of main");
+  }
+  builder.DefineFunction(fn, std::move(*code), e.counts(),
+                         e.writer().locations());
+  builder.AddExport("main", fn);
+  auto bytes = builder.Build();
+  if (!bytes.ok()) {
+    return toAbsl(bytes.status(), "building module '" + moduleName + "'");
+  }
+  return std::move(*bytes);
+}
+
+} // namespace osprey::compiler::vm_backend

@@ -1,0 +1,36 @@
+// VM backend: turns a dispatch program's host side (buffer allocation,
+// command buffer recording, dispatch order, barriers, waits) into bytecode
+// through the VM module builder and packages it with the executable into one
+// .osp module.
+#ifndef OSPREY_COMPILER_VM_BACKEND_MODULE_EMITTER_H_
+#define OSPREY_COMPILER_VM_BACKEND_MODULE_EMITTER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "compiler/dispatch/dispatch_ir.h"
+
+namespace osprey::compiler::vm_backend {
+
+struct ExecutableBinary {
+  std::string format; // e.g. "elf-x86_64"
+  std::vector<uint8_t> data;
+};
+
+// Emits a module named |moduleName| exporting `main`, whose arguments and
+// results are hal.buffer_views of the graph inputs and outputs in order.
+// main checks each input's shape and element type, allocates the outputs and
+// one arena buffer of program.arenaSize bytes (transients are subspans at
+// their planned offsets), records one dispatch per region of |executable|
+// (export i = region i) with the planned barriers, submits and waits, and
+// returns views of the outputs. planMemory must have run.
+// UNIMPLEMENTED for element types other than f32 at the module boundary.
+absl::StatusOr<std::vector<uint8_t>>
+emitModule(const dispatch::DispatchProgram &program,
+           const ExecutableBinary &executable, const std::string &moduleName);
+
+} // namespace osprey::compiler::vm_backend
+
+#endif // OSPREY_COMPILER_VM_BACKEND_MODULE_EMITTER_H_
