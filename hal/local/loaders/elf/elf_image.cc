@@ -11,6 +11,7 @@
 #include <new>
 #include <utility>
 
+#include "hal/local/loaders/elf/elf_status.h"
 #include "hal/local/loaders/elf/image_memory.h"
 
 namespace osprey::hal::local::loaders::elf {
@@ -208,22 +209,24 @@ size_t WordSize(bool is64) { return is64 ? 8 : 4; }
 
 Status CheckIdentification(std::span<const uint8_t> data) {
   if (data.size() < 16) {
-    return DataLossError("file is %zu bytes, too small for an ELF identification", data.size());
+    return OSPREY_ELF_ERROR(kDataLoss, "file is %zu bytes, too small for an ELF identification",
+                            data.size());
   }
   if (data[0] != 0x7f || data[1] != 'E' || data[2] != 'L' || data[3] != 'F') {
-    return InvalidArgumentError("not an ELF file (bad magic)");
+    return OSPREY_ELF_ERROR(kInvalidArgument, "not an ELF file (bad magic)");
   }
   if (data[4] != kElfClass32 && data[4] != kElfClass64) {
-    return InvalidArgumentError("unknown ELF class %u", data[4]);
+    return OSPREY_ELF_ERROR(kInvalidArgument, "unknown ELF class %u", data[4]);
   }
   if (data[5] != kElfDataLsb) {
-    return InvalidArgumentError("ELF byte order %u is not little-endian", data[5]);
+    return OSPREY_ELF_ERROR(kInvalidArgument, "ELF byte order %u is not little-endian", data[5]);
   }
   if (data[6] != 1) {
-    return InvalidArgumentError("unknown ELF identification version %u", data[6]);
+    return OSPREY_ELF_ERROR(kInvalidArgument, "unknown ELF identification version %u", data[6]);
   }
   if (data.size() < EhdrSize(data[4] == kElfClass64)) {
-    return DataLossError("file is %zu bytes, too small for an ELF header", data.size());
+    return OSPREY_ELF_ERROR(kDataLoss, "file is %zu bytes, too small for an ELF header",
+                            data.size());
   }
   return OkStatus();
 }
@@ -279,8 +282,8 @@ StatusOr<ElfMachine> IdentifyElfMachine(std::span<const uint8_t> data) {
       return static_cast<ElfMachine>(i);
     }
   }
-  return InvalidArgumentError("ELF machine %u (%s-bit) is not supported", e_machine,
-                              is64 ? "64" : "32");
+  return OSPREY_ELF_ERROR(kInvalidArgument, "ELF machine %u (%s-bit) is not supported", e_machine,
+                          is64 ? "64" : "32");
 }
 
 //===----------------------------------------------------------------------===//
@@ -377,25 +380,28 @@ const char* ElfImageBuilder::SymbolName(uint32_t name_offset) const {
 Status ElfImageBuilder::Build() {
   OSPREY_ASSIGN_OR_RETURN(ElfMachine machine, IdentifyElfMachine(data_));
   if (machine != options_.machine) {
-    return InvalidArgumentError("ELF file is for %s, expected %s", ElfMachineName(machine),
-                                ElfMachineName(options_.machine));
+    return OSPREY_ELF_ERROR(kInvalidArgument, "ELF file is for %s, expected %s",
+                            ElfMachineName(machine), ElfMachineName(options_.machine));
   }
   ehdr_ = ReadEhdr(data_.data(), is64_);
   if (ehdr_.type == kEtExec) {
-    return InvalidArgumentError(
+    return OSPREY_ELF_ERROR(
+        kInvalidArgument,
         "ELF file is an executable (ET_EXEC), not a position-independent shared object "
         "(ET_DYN); link it with -shared");
   }
   if (ehdr_.type != kEtDyn) {
-    return InvalidArgumentError("ELF file type %u is not a shared object (ET_DYN)", ehdr_.type);
+    return OSPREY_ELF_ERROR(kInvalidArgument, "ELF file type %u is not a shared object (ET_DYN)",
+                            ehdr_.type);
   }
   if (ehdr_.version != 1) {
-    return InvalidArgumentError("unknown ELF version %u", ehdr_.version);
+    return OSPREY_ELF_ERROR(kInvalidArgument, "unknown ELF version %u", ehdr_.version);
   }
   if (options_.executable) {
     ElfMachine host;
     if (!ElfHostMachine(&host) || host != options_.machine) {
-      return UnavailableError("%s code cannot run on this host", ElfMachineName(machine));
+      return OSPREY_ELF_ERROR(kUnavailable, "%s code cannot run on this host",
+                              ElfMachineName(machine));
     }
     page_ = ImageMemoryPageSize();
     if (page_ < 1 || (page_ & (page_ - 1)) != 0) page_ = 1;
@@ -404,12 +410,13 @@ Status ElfImageBuilder::Build() {
   // means the file is truncated (linkers put it at the very end).
   if (ehdr_.shoff != 0 && ehdr_.shnum != 0) {
     if (ehdr_.shentsize != ShdrSize(is64_)) {
-      return DataLossError("section header entry size is %u, expected %zu", ehdr_.shentsize,
-                           ShdrSize(is64_));
+      return OSPREY_ELF_ERROR(kDataLoss, "section header entry size is %u, expected %zu",
+                              ehdr_.shentsize, ShdrSize(is64_));
     }
     if (!InBounds(ehdr_.shoff, static_cast<uint64_t>(ehdr_.shnum) * ShdrSize(is64_),
                   data_.size())) {
-      return DataLossError(
+      return OSPREY_ELF_ERROR(
+          kDataLoss,
           "section headers (offset %llu, %u entries) extend past the end of the "
           "%zu-byte file; is it truncated?",
           static_cast<unsigned long long>(ehdr_.shoff), ehdr_.shnum, data_.size());
@@ -429,15 +436,18 @@ Status ElfImageBuilder::Build() {
 
 Status ElfImageBuilder::ParseProgramHeaders() {
   const size_t phsize = PhdrSize(is64_);
-  if (ehdr_.phnum == 0) return InvalidArgumentError("ELF file has no program headers");
+  if (ehdr_.phnum == 0)
+    return OSPREY_ELF_ERROR(kInvalidArgument, "ELF file has no program headers");
   if (ehdr_.phentsize != phsize) {
-    return DataLossError("program header entry size is %u, expected %zu", ehdr_.phentsize, phsize);
+    return OSPREY_ELF_ERROR(kDataLoss, "program header entry size is %u, expected %zu",
+                            ehdr_.phentsize, phsize);
   }
   if (!InBounds(ehdr_.phoff, static_cast<uint64_t>(ehdr_.phnum) * phsize, data_.size())) {
-    return DataLossError(
-        "program headers (offset %llu, %u entries) extend past the end of the "
-        "%zu-byte file",
-        static_cast<unsigned long long>(ehdr_.phoff), ehdr_.phnum, data_.size());
+    return OSPREY_ELF_ERROR(kDataLoss,
+                            "program headers (offset %llu, %u entries) extend past the end of the "
+                            "%zu-byte file",
+                            static_cast<unsigned long long>(ehdr_.phoff), ehdr_.phnum,
+                            data_.size());
   }
   const uint64_t addr_limit = is64_ ? UINT64_MAX : 0xffffffffull;
   for (uint32_t i = 0; i < ehdr_.phnum; ++i) {
@@ -445,38 +455,39 @@ Status ElfImageBuilder::ParseProgramHeaders() {
     if (ph.type == kPtLoad) {
       if (ph.memsz == 0) continue;
       if (ph.filesz > ph.memsz) {
-        return DataLossError("segment %u: file size %llu exceeds memory size %llu", i,
-                             static_cast<unsigned long long>(ph.filesz),
-                             static_cast<unsigned long long>(ph.memsz));
+        return OSPREY_ELF_ERROR(kDataLoss, "segment %u: file size %llu exceeds memory size %llu", i,
+                                static_cast<unsigned long long>(ph.filesz),
+                                static_cast<unsigned long long>(ph.memsz));
       }
       if (!InBounds(ph.offset, ph.filesz, data_.size())) {
-        return DataLossError(
-            "segment %u: file range [%llu, +%llu) extends past the end of the "
-            "%zu-byte file",
-            i, static_cast<unsigned long long>(ph.offset),
-            static_cast<unsigned long long>(ph.filesz), data_.size());
+        return OSPREY_ELF_ERROR(kDataLoss,
+                                "segment %u: file range [%llu, +%llu) extends past the end of the "
+                                "%zu-byte file",
+                                i, static_cast<unsigned long long>(ph.offset),
+                                static_cast<unsigned long long>(ph.filesz), data_.size());
       }
       if (!InBounds(ph.vaddr, ph.memsz, addr_limit)) {
-        return DataLossError("segment %u: address range [0x%llx, +0x%llx) overflows", i,
-                             static_cast<unsigned long long>(ph.vaddr),
-                             static_cast<unsigned long long>(ph.memsz));
+        return OSPREY_ELF_ERROR(kDataLoss, "segment %u: address range [0x%llx, +0x%llx) overflows",
+                                i, static_cast<unsigned long long>(ph.vaddr),
+                                static_cast<unsigned long long>(ph.memsz));
       }
       if ((ph.flags & kElfSegmentWrite) && (ph.flags & kElfSegmentExecute)) {
-        return InvalidArgumentError("segment %u is both writable and executable", i);
+        return OSPREY_ELF_ERROR(kInvalidArgument, "segment %u is both writable and executable", i);
       }
       if (ph.align > 1 && (ph.align & (ph.align - 1)) != 0) {
-        return DataLossError("segment %u: alignment %llu is not a power of two", i,
-                             static_cast<unsigned long long>(ph.align));
+        return OSPREY_ELF_ERROR(kDataLoss, "segment %u: alignment %llu is not a power of two", i,
+                                static_cast<unsigned long long>(ph.align));
       }
       if (image_->segment_count_ == ElfImage::kMaxSegments) {
-        return InvalidArgumentError("ELF file has more than %u loadable segments",
-                                    ElfImage::kMaxSegments);
+        return OSPREY_ELF_ERROR(kInvalidArgument, "ELF file has more than %u loadable segments",
+                                ElfImage::kMaxSegments);
       }
       for (uint32_t j = 0; j < image_->segment_count_; ++j) {
         const ElfSegment& o = image_->segments_[j];
         if (ph.vaddr < o.vaddr + o.memsz && o.vaddr < ph.vaddr + ph.memsz) {
-          return DataLossError("segment %u overlaps another loadable segment at 0x%llx", i,
-                               static_cast<unsigned long long>(o.vaddr));
+          return OSPREY_ELF_ERROR(kDataLoss,
+                                  "segment %u overlaps another loadable segment at 0x%llx", i,
+                                  static_cast<unsigned long long>(o.vaddr));
         }
       }
       ElfSegment& s = image_->segments_[image_->segment_count_++];
@@ -488,21 +499,24 @@ Status ElfImageBuilder::ParseProgramHeaders() {
       // matching header; MapSegments reads the headers again.
       if (ph.align > max_align_) max_align_ = ph.align;
     } else if (ph.type == kPtDynamic) {
-      if (has_dynamic_) return DataLossError("ELF file has more than one PT_DYNAMIC header");
+      if (has_dynamic_)
+        return OSPREY_ELF_ERROR(kDataLoss, "ELF file has more than one PT_DYNAMIC header");
       dynamic_phdr_ = ph;
       has_dynamic_ = true;
     } else if (ph.type == kPtGnuRelro) {
       relro_phdr_ = ph;
       has_relro_ = true;
     } else if (ph.type == kPtTls && ph.memsz != 0) {
-      return UnimplementedError("thread-local storage (PT_TLS) is not supported by the ELF loader");
+      return OSPREY_ELF_ERROR(kUnimplemented,
+                              "thread-local storage (PT_TLS) is not supported by the ELF loader");
     }
   }
   if (image_->segment_count_ == 0) {
-    return InvalidArgumentError("ELF file has no loadable segments");
+    return OSPREY_ELF_ERROR(kInvalidArgument, "ELF file has no loadable segments");
   }
   if (!has_dynamic_) {
-    return InvalidArgumentError("ELF file has no PT_DYNAMIC segment (not a shared object)");
+    return OSPREY_ELF_ERROR(kInvalidArgument,
+                            "ELF file has no PT_DYNAMIC segment (not a shared object)");
   }
   return OkStatus();
 }
@@ -517,8 +531,8 @@ Status ElfImageBuilder::MapSegments() {
   lo = AlignDown(lo, page_);
   uint64_t span = hi - lo;
   if (span > options_.max_image_size || span > SIZE_MAX - page_) {
-    return ResourceExhaustedError("image spans %llu bytes; the limit is %zu",
-                                  static_cast<unsigned long long>(span), options_.max_image_size);
+    return OSPREY_ELF_ERROR(kResourceExhausted, "image spans %llu bytes; the limit is %zu",
+                            static_cast<unsigned long long>(span), options_.max_image_size);
   }
   span = (span + page_ - 1) & ~(page_ - 1);
   image_->min_vaddr_ = lo;
@@ -534,15 +548,15 @@ Status ElfImageBuilder::MapSegments() {
     image_->load_bias_ = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(memory.base)) - lo;
   } else {
     if (!is64_ && !InBounds(options_.link_base, span, 0x100000000ull)) {
-      return InvalidArgumentError(
-          "link base 0x%llx leaves the %llu-byte image outside the 32-bit "
-          "address space",
-          static_cast<unsigned long long>(options_.link_base),
-          static_cast<unsigned long long>(span));
+      return OSPREY_ELF_ERROR(kInvalidArgument,
+                              "link base 0x%llx leaves the %llu-byte image outside the 32-bit "
+                              "address space",
+                              static_cast<unsigned long long>(options_.link_base),
+                              static_cast<unsigned long long>(span));
     }
     if (!InBounds(options_.link_base, span, UINT64_MAX)) {
-      return InvalidArgumentError("link base 0x%llx overflows",
-                                  static_cast<unsigned long long>(options_.link_base));
+      return OSPREY_ELF_ERROR(kInvalidArgument, "link base 0x%llx overflows",
+                              static_cast<unsigned long long>(options_.link_base));
     }
     void* p = nullptr;
     OSPREY_RETURN_IF_ERROR(image_->allocator_->AllocateZeroed(static_cast<size_t>(span), 16, &p),
@@ -569,9 +583,10 @@ Status ElfImageBuilder::ParseDynamic() {
   const uint64_t count = dynamic_phdr_.filesz / dsize;
   const uint8_t* dyn = SegmentPtr(dynamic_phdr_.vaddr, count * dsize);
   if (!dyn || count == 0) {
-    return DataLossError("PT_DYNAMIC [0x%llx, +%llu) is not inside a loadable segment",
-                         static_cast<unsigned long long>(dynamic_phdr_.vaddr),
-                         static_cast<unsigned long long>(dynamic_phdr_.filesz));
+    return OSPREY_ELF_ERROR(kDataLoss,
+                            "PT_DYNAMIC [0x%llx, +%llu) is not inside a loadable segment",
+                            static_cast<unsigned long long>(dynamic_phdr_.vaddr),
+                            static_cast<unsigned long long>(dynamic_phdr_.filesz));
   }
   uint64_t needed = 0;
   bool has_needed = false;
@@ -610,8 +625,8 @@ Status ElfImageBuilder::ParseDynamic() {
         break;
       case kDtSymEnt:
         if (val != SymSize(is64_)) {
-          return DataLossError("DT_SYMENT is %llu, expected %zu",
-                               static_cast<unsigned long long>(val), SymSize(is64_));
+          return OSPREY_ELF_ERROR(kDataLoss, "DT_SYMENT is %llu, expected %zu",
+                                  static_cast<unsigned long long>(val), SymSize(is64_));
         }
         break;
       case kDtRel:
@@ -624,8 +639,8 @@ Status ElfImageBuilder::ParseDynamic() {
         break;
       case kDtRelEnt:
         if (val != RelSize(is64_)) {
-          return DataLossError("DT_RELENT is %llu, expected %zu",
-                               static_cast<unsigned long long>(val), RelSize(is64_));
+          return OSPREY_ELF_ERROR(kDataLoss, "DT_RELENT is %llu, expected %zu",
+                                  static_cast<unsigned long long>(val), RelSize(is64_));
         }
         break;
       case kDtRela:
@@ -638,8 +653,8 @@ Status ElfImageBuilder::ParseDynamic() {
         break;
       case kDtRelaEnt:
         if (val != RelaSize(is64_)) {
-          return DataLossError("DT_RELAENT is %llu, expected %zu",
-                               static_cast<unsigned long long>(val), RelaSize(is64_));
+          return OSPREY_ELF_ERROR(kDataLoss, "DT_RELAENT is %llu, expected %zu",
+                                  static_cast<unsigned long long>(val), RelaSize(is64_));
         }
         break;
       case kDtJmpRel:
@@ -655,30 +670,34 @@ Status ElfImageBuilder::ParseDynamic() {
         has_pltrel = true;
         break;
       case kDtTextRel:
-        return InvalidArgumentError(
+        return OSPREY_ELF_ERROR(
+            kInvalidArgument,
             "ELF file has relocations in read-only segments (DT_TEXTREL); build with -fPIC");
       case kDtFlags:
         if (val & kDfTextRel) {
-          return InvalidArgumentError(
+          return OSPREY_ELF_ERROR(
+              kInvalidArgument,
               "ELF file has relocations in read-only segments (DF_TEXTREL); build with -fPIC");
         }
         break;
       case kDtInit:
       case kDtInitArray:
       case kDtPreinitArray:
-        return UnimplementedError(
+        return OSPREY_ELF_ERROR(
+            kUnimplemented,
             "ELF file has initializers (DT_INIT/DT_INIT_ARRAY/DT_PREINIT_ARRAY), which the ELF "
             "loader does not run");
       case kDtInitArraySz:
       case kDtPreinitArraySz:
         if (val != 0) {
-          return UnimplementedError(
-              "ELF file has initializer arrays, which the ELF loader does not run");
+          return OSPREY_ELF_ERROR(
+              kUnimplemented, "ELF file has initializer arrays, which the ELF loader does not run");
         }
         break;
       case kDtRelr:
       case kDtRelrSz:
-        return UnimplementedError(
+        return OSPREY_ELF_ERROR(
+            kUnimplemented,
             "packed relative relocations (DT_RELR) are not supported; link without "
             "-z pack-relative-relocs");
       default:
@@ -687,39 +706,43 @@ Status ElfImageBuilder::ParseDynamic() {
   }
 
   if (!has_symtab_ || !has_strtab_ || !has_strsz_) {
-    return InvalidArgumentError(
-        "ELF file has no dynamic symbol table (DT_SYMTAB, DT_STRTAB and "
-        "DT_STRSZ are required)");
+    return OSPREY_ELF_ERROR(kInvalidArgument,
+                            "ELF file has no dynamic symbol table (DT_SYMTAB, DT_STRTAB and "
+                            "DT_STRSZ are required)");
   }
   if (!SegmentPtr(image_->strtab_, image_->strsz_) || image_->strsz_ == 0) {
-    return DataLossError("dynamic string table [0x%llx, +%llu) is not inside a loadable segment",
-                         static_cast<unsigned long long>(image_->strtab_),
-                         static_cast<unsigned long long>(image_->strsz_));
+    return OSPREY_ELF_ERROR(kDataLoss,
+                            "dynamic string table [0x%llx, +%llu) is not inside a loadable segment",
+                            static_cast<unsigned long long>(image_->strtab_),
+                            static_cast<unsigned long long>(image_->strsz_));
   }
   if (has_needed) {
-    const char* name = SymbolName(static_cast<uint32_t>(needed));
-    if (needed > UINT32_MAX) name = nullptr;
-    return InvalidArgumentError(
+    const char* name = needed > UINT32_MAX ? nullptr : SymbolName(static_cast<uint32_t>(needed));
+    (void)name;  // Unused in codes-only builds.
+    return OSPREY_ELF_ERROR(
+        kInvalidArgument,
         "ELF file depends on shared library '%s' (DT_NEEDED); executable libraries must be "
         "self-contained (link with -nostdlib)",
         name ? name : "<invalid name>");
   }
 
   if (has_rel || has_relsz) {
-    if (!has_rel || !has_relsz) return DataLossError("DT_REL and DT_RELSZ must come together");
+    if (!has_rel || !has_relsz)
+      return OSPREY_ELF_ERROR(kDataLoss, "DT_REL and DT_RELSZ must come together");
     tables_[table_count_++] = {rel, relsz, false, "DT_REL"};
   }
   if (has_rela || has_relasz) {
-    if (!has_rela || !has_relasz) return DataLossError("DT_RELA and DT_RELASZ must come together");
+    if (!has_rela || !has_relasz)
+      return OSPREY_ELF_ERROR(kDataLoss, "DT_RELA and DT_RELASZ must come together");
     tables_[table_count_++] = {rela, relasz, true, "DT_RELA"};
   }
   if (has_jmprel || has_pltrelsz) {
     if (!has_jmprel || !has_pltrelsz || !has_pltrel) {
-      return DataLossError("DT_JMPREL needs DT_PLTRELSZ and DT_PLTREL");
+      return OSPREY_ELF_ERROR(kDataLoss, "DT_JMPREL needs DT_PLTRELSZ and DT_PLTREL");
     }
     if (pltrel != static_cast<uint64_t>(kDtRel) && pltrel != static_cast<uint64_t>(kDtRela)) {
-      return DataLossError("DT_PLTREL is %llu, expected DT_REL or DT_RELA",
-                           static_cast<unsigned long long>(pltrel));
+      return OSPREY_ELF_ERROR(kDataLoss, "DT_PLTREL is %llu, expected DT_REL or DT_RELA",
+                              static_cast<unsigned long long>(pltrel));
     }
     tables_[table_count_++] = {jmprel, pltrelsz, pltrel == static_cast<uint64_t>(kDtRela),
                                "DT_JMPREL"};
@@ -729,13 +752,14 @@ Status ElfImageBuilder::ParseDynamic() {
     if (t.size == 0) continue;
     const size_t ent = t.rela ? RelaSize(is64_) : RelSize(is64_);
     if (t.size % ent != 0) {
-      return DataLossError("%s table size %llu is not a multiple of its entry size %zu", t.name,
-                           static_cast<unsigned long long>(t.size), ent);
+      return OSPREY_ELF_ERROR(kDataLoss,
+                              "%s table size %llu is not a multiple of its entry size %zu", t.name,
+                              static_cast<unsigned long long>(t.size), ent);
     }
     if (!SegmentPtr(t.addr, t.size)) {
-      return DataLossError("%s table [0x%llx, +%llu) is not inside a loadable segment", t.name,
-                           static_cast<unsigned long long>(t.addr),
-                           static_cast<unsigned long long>(t.size));
+      return OSPREY_ELF_ERROR(
+          kDataLoss, "%s table [0x%llx, +%llu) is not inside a loadable segment", t.name,
+          static_cast<unsigned long long>(t.addr), static_cast<unsigned long long>(t.size));
     }
   }
   return OkStatus();
@@ -746,25 +770,30 @@ Status ElfImageBuilder::CountSymbols() {
   uint64_t count = 0;
   if (has_hash_) {
     const uint8_t* h = SegmentPtr(hash_, 8);
-    if (!h) return DataLossError("DT_HASH table header is not inside a loadable segment");
+    if (!h)
+      return OSPREY_ELF_ERROR(kDataLoss, "DT_HASH table header is not inside a loadable segment");
     const uint64_t nbucket = Le32(h);
     const uint64_t nchain = Le32(h + 4);
     if (!SegmentPtr(hash_, (2 + nbucket + nchain) * 4)) {
-      return DataLossError(
-          "DT_HASH table (%llu buckets, %llu chains) is not inside a loadable "
-          "segment",
-          static_cast<unsigned long long>(nbucket), static_cast<unsigned long long>(nchain));
+      return OSPREY_ELF_ERROR(kDataLoss,
+                              "DT_HASH table (%llu buckets, %llu chains) is not inside a loadable "
+                              "segment",
+                              static_cast<unsigned long long>(nbucket),
+                              static_cast<unsigned long long>(nchain));
     }
     count = nchain;
   } else if (has_gnu_hash_) {
     const uint8_t* h = SegmentPtr(gnu_hash_, 16);
-    if (!h) return DataLossError("DT_GNU_HASH table header is not inside a loadable segment");
+    if (!h)
+      return OSPREY_ELF_ERROR(kDataLoss,
+                              "DT_GNU_HASH table header is not inside a loadable segment");
     const uint64_t nbuckets = Le32(h);
     const uint64_t symoffset = Le32(h + 4);
     const uint64_t bloom_size = Le32(h + 8);
     const uint64_t buckets = gnu_hash_ + 16 + bloom_size * WordSize(is64_);
     const uint8_t* b = SegmentPtr(buckets, nbuckets * 4);
-    if (!b) return DataLossError("DT_GNU_HASH buckets are not inside a loadable segment");
+    if (!b)
+      return OSPREY_ELF_ERROR(kDataLoss, "DT_GNU_HASH buckets are not inside a loadable segment");
     uint64_t max_index = 0;
     for (uint64_t i = 0; i < nbuckets; ++i) {
       const uint64_t v = Le32(b + i * 4);
@@ -778,7 +807,7 @@ Status ElfImageBuilder::CountSymbols() {
       // of the segment at the latest.
       for (uint64_t index = max_index;; ++index) {
         const uint8_t* c = SegmentPtr(chains + (index - symoffset) * 4, 4);
-        if (!c) return DataLossError("DT_GNU_HASH chain runs out of its segment");
+        if (!c) return OSPREY_ELF_ERROR(kDataLoss, "DT_GNU_HASH chain runs out of its segment");
         if (Le32(c) & 1u) {
           count = index + 1;
           break;
@@ -790,10 +819,11 @@ Status ElfImageBuilder::CountSymbols() {
     count = image_->symbol_count_;
   }
   if (count > image_->size_ / sym_size || !SegmentPtr(image_->symtab_, count * sym_size)) {
-    return DataLossError(
-        "dynamic symbol table [0x%llx, %llu symbols) is not inside a loadable "
-        "segment",
-        static_cast<unsigned long long>(image_->symtab_), static_cast<unsigned long long>(count));
+    return OSPREY_ELF_ERROR(kDataLoss,
+                            "dynamic symbol table [0x%llx, %llu symbols) is not inside a loadable "
+                            "segment",
+                            static_cast<unsigned long long>(image_->symtab_),
+                            static_cast<unsigned long long>(count));
   }
   image_->symbol_count_ = static_cast<uint32_t>(count);
   return OkStatus();
@@ -802,15 +832,16 @@ Status ElfImageBuilder::CountSymbols() {
 Status ElfImageBuilder::CountSymbolsFromSectionHeaders() {
   const size_t shsize = ShdrSize(is64_);
   if (ehdr_.shoff == 0 || ehdr_.shnum == 0) {
-    return InvalidArgumentError(
-        "cannot tell the number of dynamic symbols: no DT_HASH, "
-        "DT_GNU_HASH or section headers");
+    return OSPREY_ELF_ERROR(kInvalidArgument,
+                            "cannot tell the number of dynamic symbols: no DT_HASH, "
+                            "DT_GNU_HASH or section headers");
   }
   if (ehdr_.shentsize != shsize) {
-    return DataLossError("section header entry size is %u, expected %zu", ehdr_.shentsize, shsize);
+    return OSPREY_ELF_ERROR(kDataLoss, "section header entry size is %u, expected %zu",
+                            ehdr_.shentsize, shsize);
   }
   if (!InBounds(ehdr_.shoff, static_cast<uint64_t>(ehdr_.shnum) * shsize, data_.size())) {
-    return DataLossError("section headers extend past the end of the file");
+    return OSPREY_ELF_ERROR(kDataLoss, "section headers extend past the end of the file");
   }
   for (uint32_t i = 0; i < ehdr_.shnum; ++i) {
     const uint8_t* p = data_.data() + ehdr_.shoff + i * shsize;
@@ -818,16 +849,16 @@ Status ElfImageBuilder::CountSymbolsFromSectionHeaders() {
     const uint64_t size = is64_ ? Le64(p + 32) : Le32(p + 20);
     const uint64_t entsize = is64_ ? Le64(p + 56) : Le32(p + 36);
     if (entsize != SymSize(is64_)) {
-      return DataLossError("SHT_DYNSYM entry size is %llu, expected %zu",
-                           static_cast<unsigned long long>(entsize), SymSize(is64_));
+      return OSPREY_ELF_ERROR(kDataLoss, "SHT_DYNSYM entry size is %llu, expected %zu",
+                              static_cast<unsigned long long>(entsize), SymSize(is64_));
     }
-    if (size / entsize > UINT32_MAX) return DataLossError("SHT_DYNSYM is too large");
+    if (size / entsize > UINT32_MAX) return OSPREY_ELF_ERROR(kDataLoss, "SHT_DYNSYM is too large");
     image_->symbol_count_ = static_cast<uint32_t>(size / entsize);
     return OkStatus();
   }
-  return InvalidArgumentError(
-      "cannot tell the number of dynamic symbols: no DT_HASH, "
-      "DT_GNU_HASH or SHT_DYNSYM section");
+  return OSPREY_ELF_ERROR(kInvalidArgument,
+                          "cannot tell the number of dynamic symbols: no DT_HASH, "
+                          "DT_GNU_HASH or SHT_DYNSYM section");
 }
 
 Status ElfImageBuilder::ApplyRelocations(const RelocTable& table) {
@@ -859,13 +890,15 @@ Status ElfImageBuilder::ApplyRelocations(const RelocTable& table) {
     if (sym != 0) {
       Sym symbol;
       if (sym >= image_->symbol_count_ || !GetSymbol(static_cast<uint32_t>(sym), &symbol)) {
-        return DataLossError("%s relocation %llu refers to symbol %llu; there are %u", table.name,
-                             static_cast<unsigned long long>(i),
-                             static_cast<unsigned long long>(sym), image_->symbol_count_);
+        return OSPREY_ELF_ERROR(kDataLoss, "%s relocation %llu refers to symbol %llu; there are %u",
+                                table.name, static_cast<unsigned long long>(i),
+                                static_cast<unsigned long long>(sym), image_->symbol_count_);
       }
       if (symbol.shndx == kShnUndef) {
         const char* name = SymbolName(symbol.name);
-        return InvalidArgumentError(
+        (void)name;  // Unused in codes-only builds.
+        return OSPREY_ELF_ERROR(
+            kInvalidArgument,
             "%s relocation %llu refers to undefined symbol '%s'; executable libraries must not "
             "reference symbols from outside (use imports)",
             table.name, static_cast<unsigned long long>(i), name ? name : "<invalid name>");
@@ -875,24 +908,25 @@ Status ElfImageBuilder::ApplyRelocations(const RelocTable& table) {
     const bool symbolic =
         type == info_.abs_word || type == info_.glob_dat || type == info_.jump_slot;
     if (type != info_.relative && !symbolic) {
-      return InvalidArgumentError(
-          "%s relocation %llu has type %llu, which the ELF loader does not "
-          "support for %s",
-          table.name, static_cast<unsigned long long>(i), static_cast<unsigned long long>(type),
-          info_.name);
+      return OSPREY_ELF_ERROR(kInvalidArgument,
+                              "%s relocation %llu has type %llu, which the ELF loader does not "
+                              "support for %s",
+                              table.name, static_cast<unsigned long long>(i),
+                              static_cast<unsigned long long>(type), info_.name);
     }
     if (symbolic && type != info_.abs_word && sym == 0) {
-      return InvalidArgumentError("%s relocation %llu (type %llu) names no symbol", table.name,
-                                  static_cast<unsigned long long>(i),
-                                  static_cast<unsigned long long>(type));
+      return OSPREY_ELF_ERROR(kInvalidArgument, "%s relocation %llu (type %llu) names no symbol",
+                              table.name, static_cast<unsigned long long>(i),
+                              static_cast<unsigned long long>(type));
     }
     uint32_t flags = 0;
     uint8_t* target = SegmentPtr(offset, word, &flags);
     if (!target || !(flags & kElfSegmentWrite)) {
-      return InvalidArgumentError(
-          "%s relocation %llu writes to 0x%llx, outside every writable "
-          "segment",
-          table.name, static_cast<unsigned long long>(i), static_cast<unsigned long long>(offset));
+      return OSPREY_ELF_ERROR(kInvalidArgument,
+                              "%s relocation %llu writes to 0x%llx, outside every writable "
+                              "segment",
+                              table.name, static_cast<unsigned long long>(i),
+                              static_cast<unsigned long long>(offset));
     }
     if (!table.rela) {
       // REL: the addend is the word being relocated. GLOB_DAT/JUMP_SLOT
@@ -917,26 +951,28 @@ Status ElfImageBuilder::FindQuerySymbol() {
   const char* kName = OSPREY_EXECUTABLE_LIBRARY_QUERY_NAME;
   for (uint32_t i = 1; i < image_->symbol_count_; ++i) {
     Sym sym;
-    if (!GetSymbol(i, &sym)) return DataLossError("dynamic symbol %u is out of range", i);
+    if (!GetSymbol(i, &sym))
+      return OSPREY_ELF_ERROR(kDataLoss, "dynamic symbol %u is out of range", i);
     const char* name = SymbolName(sym.name);
     if (!name || strcmp(name, kName) != 0 || sym.shndx == kShnUndef) continue;
     if ((sym.info & 0xf) != kSttFunc) {
-      return InvalidArgumentError("symbol '%s' is not a function", kName);
+      return OSPREY_ELF_ERROR(kInvalidArgument, "symbol '%s' is not a function", kName);
     }
     uint64_t vaddr = sym.value;
     if (options_.machine == ElfMachine::kArmv7em) vaddr &= ~1ull;  // Thumb bit.
     uint32_t flags = 0;
     if (!SegmentPtr(vaddr, 1, &flags) || !(flags & kElfSegmentExecute)) {
-      return InvalidArgumentError("symbol '%s' at 0x%llx is not inside an executable segment",
-                                  kName, static_cast<unsigned long long>(sym.value));
+      return OSPREY_ELF_ERROR(kInvalidArgument,
+                              "symbol '%s' at 0x%llx is not inside an executable segment", kName,
+                              static_cast<unsigned long long>(sym.value));
     }
     image_->query_address_ = image_->load_bias_ + sym.value;
     return OkStatus();
   }
-  return InvalidArgumentError(
-      "ELF file defines no symbol '%s'; it is not an Osprey executable "
-      "library",
-      kName);
+  return OSPREY_ELF_ERROR(kInvalidArgument,
+                          "ELF file defines no symbol '%s'; it is not an Osprey executable "
+                          "library",
+                          kName);
 }
 
 Status ElfImageBuilder::Protect() {
@@ -972,12 +1008,12 @@ Status ElfImageBuilder::Protect() {
       }
     }
     if ((flags & kElfSegmentWrite) && (flags & kElfSegmentExecute)) {
-      return InvalidArgumentError(
-          "segment at 0x%llx shares a %llu-byte page with a segment of "
-          "other permissions, which would make it writable and "
-          "executable",
-          static_cast<unsigned long long>(image_->segments_[i].vaddr),
-          static_cast<unsigned long long>(page_));
+      return OSPREY_ELF_ERROR(kInvalidArgument,
+                              "segment at 0x%llx shares a %llu-byte page with a segment of "
+                              "other permissions, which would make it writable and "
+                              "executable",
+                              static_cast<unsigned long long>(image_->segments_[i].vaddr),
+                              static_cast<unsigned long long>(page_));
     }
     OSPREY_RETURN_IF_ERROR(ProtectImageMemory(memory, static_cast<size_t>(first[i]),
                                               static_cast<size_t>(last[i] - first[i]), flags));
@@ -1015,7 +1051,8 @@ StatusOr<ref_ptr<ElfImage>> ElfImage::Load(std::span<const uint8_t> data,
                                            const ElfImageOptions& options,
                                            osprey::Allocator* allocator) {
   if (static_cast<int>(options.machine) >= kElfMachineCount) {
-    return InvalidArgumentError("unknown ELF machine %d", static_cast<int>(options.machine));
+    return OSPREY_ELF_ERROR(kInvalidArgument, "unknown ELF machine %d",
+                            static_cast<int>(options.machine));
   }
   OSPREY_ASSIGN_OR_RETURN(auto image, MakeRef<ElfImage>(allocator));
   image->allocator_ = allocator;
@@ -1068,15 +1105,15 @@ StatusOr<uint64_t> ElfImage::LookupSymbol(const char* name) const {
       return sym.shndx == kShnAbs ? sym.value : load_bias_ + sym.value;
     }
   }
-  return NotFoundError("no defined symbol '%s'", name);
+  return OSPREY_ELF_ERROR(kNotFound, "no defined symbol '%s'", name);
 }
 
 Status ElfImage::Read(uint64_t address, void* out, size_t size) const {
   const uint64_t vaddr = address - load_bias_;
   const ElfSegment* s = FindSegment(segments(), vaddr, size);
   if (!s) {
-    return OutOfRangeError("range [0x%llx, +%zu) is not inside the image",
-                           static_cast<unsigned long long>(address), size);
+    return OSPREY_ELF_ERROR(kOutOfRange, "range [0x%llx, +%zu) is not inside the image",
+                            static_cast<unsigned long long>(address), size);
   }
   memcpy(out, host_base_ + (vaddr - min_vaddr_), size);
   return OkStatus();

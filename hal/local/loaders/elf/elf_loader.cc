@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "hal/local/library_executable.h"
+#include "hal/local/loaders/elf/elf_status.h"
 
 namespace osprey::hal::local::loaders::elf {
 
@@ -29,25 +30,25 @@ constexpr size_t kMaxName = LibraryExecutable::kMaxNameLength;
 
 Status ValidateLibraryInImage(const ElfImage& image,
                               const osprey_executable_library_header_t* const* library) {
-  if (!library) return InvalidArgumentError("the library query returned NULL");
+  if (!library) return OSPREY_ELF_ERROR(kInvalidArgument, "the library query returned NULL");
   if (!ArrayInImage(image, library, 1)) {
-    return InvalidArgumentError("library description pointer %p is outside the image",
-                                static_cast<const void*>(library));
+    return OSPREY_ELF_ERROR(kInvalidArgument, "library description pointer %p is outside the image",
+                            static_cast<const void*>(library));
   }
   const osprey_executable_library_header_t* header = *library;
   if (!ArrayInImage(image, header, 1)) {
-    return InvalidArgumentError("library header pointer %p is outside the image",
-                                static_cast<const void*>(header));
+    return OSPREY_ELF_ERROR(kInvalidArgument, "library header pointer %p is outside the image",
+                            static_cast<const void*>(header));
   }
   if (header->name && !image.ContainsHostString(header->name, kMaxName)) {
-    return InvalidArgumentError("library name is not a string inside the image");
+    return OSPREY_ELF_ERROR(kInvalidArgument, "library name is not a string inside the image");
   }
   if (header->version != OSPREY_EXECUTABLE_LIBRARY_VERSION_1) {
     return OkStatus();  // LibraryExecutable reports the unknown version.
   }
   const auto* v1 = reinterpret_cast<const osprey_executable_library_v1_t*>(library);
   if (!ArrayInImage(image, v1, 1)) {
-    return InvalidArgumentError("library description is outside the image");
+    return OSPREY_ELF_ERROR(kInvalidArgument, "library description is outside the image");
   }
   if (v1->imports.count > LibraryExecutable::kMaxImports ||
       v1->exports.count > LibraryExecutable::kMaxExports) {
@@ -55,38 +56,41 @@ Status ValidateLibraryInImage(const ElfImage& image,
   }
   if (v1->imports.count > 0) {
     if (!ArrayInImage(image, v1->imports.symbols, v1->imports.count)) {
-      return InvalidArgumentError("import name array is outside the image");
+      return OSPREY_ELF_ERROR(kInvalidArgument, "import name array is outside the image");
     }
     for (uint32_t i = 0; i < v1->imports.count; ++i) {
       const char* s = v1->imports.symbols[i];
       if (s && !image.ContainsHostString(s, kMaxName)) {
-        return InvalidArgumentError("import %u: name is not a string inside the image", i);
+        return OSPREY_ELF_ERROR(kInvalidArgument,
+                                "import %u: name is not a string inside the image", i);
       }
     }
   }
   const uint32_t n = v1->exports.count;
   if (n == 0) return OkStatus();
   if (!ArrayInImage(image, v1->exports.ptrs, n)) {
-    return InvalidArgumentError("export function array is outside the image");
+    return OSPREY_ELF_ERROR(kInvalidArgument, "export function array is outside the image");
   }
   for (uint32_t i = 0; i < n; ++i) {
     osprey_dispatch_fn_t fn = v1->exports.ptrs[i];
     if (fn && !image.ContainsHostCode(reinterpret_cast<const void*>(fn))) {
-      return InvalidArgumentError("export %u: function %p is outside the image's code", i,
-                                  reinterpret_cast<const void*>(fn));
+      return OSPREY_ELF_ERROR(kInvalidArgument,
+                              "export %u: function %p is outside the image's code", i,
+                              reinterpret_cast<const void*>(fn));
     }
   }
   if (v1->exports.attrs && !ArrayInImage(image, v1->exports.attrs, n)) {
-    return InvalidArgumentError("export attribute array is outside the image");
+    return OSPREY_ELF_ERROR(kInvalidArgument, "export attribute array is outside the image");
   }
   if (v1->exports.names) {
     if (!ArrayInImage(image, v1->exports.names, n)) {
-      return InvalidArgumentError("export name array is outside the image");
+      return OSPREY_ELF_ERROR(kInvalidArgument, "export name array is outside the image");
     }
     for (uint32_t i = 0; i < n; ++i) {
       const char* s = v1->exports.names[i];
       if (s && !image.ContainsHostString(s, kMaxName)) {
-        return InvalidArgumentError("export %u: name is not a string inside the image", i);
+        return OSPREY_ELF_ERROR(kInvalidArgument,
+                                "export %u: name is not a string inside the image", i);
       }
     }
   }
@@ -103,18 +107,19 @@ StatusOr<ref_ptr<LocalExecutable>> ElfLoader::Load(const ExecutableParams& param
                                                    osprey::Allocator* host_allocator) {
   ElfMachine machine;
   if (!ElfMachineFromFormat(params.format, &machine)) {
-    return InvalidArgumentError("format '%s' is not an ELF executable format",
-                                params.format ? params.format : "(null)");
+    return OSPREY_ELF_ERROR(kInvalidArgument, "format '%s' is not an ELF executable format",
+                            params.format ? params.format : "(null)");
   }
   OSPREY_ASSIGN_OR_RETURN(ElfMachine file_machine, IdentifyElfMachine(params.data),
                           "reading %s executable", params.format);
   if (file_machine != machine) {
-    return InvalidArgumentError("executable of format '%s' contains %s code", params.format,
-                                ElfMachineName(file_machine));
+    return OSPREY_ELF_ERROR(kInvalidArgument, "executable of format '%s' contains %s code",
+                            params.format, ElfMachineName(file_machine));
   }
   ElfMachine host;
   if (!ElfHostMachine(&host) || host != machine) {
-    return UnavailableError("%s executables cannot run on this host", ElfMachineName(machine));
+    return OSPREY_ELF_ERROR(kUnavailable, "%s executables cannot run on this host",
+                            ElfMachineName(machine));
   }
 
   ElfImageOptions options;
@@ -132,7 +137,8 @@ StatusOr<ref_ptr<LocalExecutable>> ElfLoader::Load(const ExecutableParams& param
   const osprey_executable_library_header_t* const* library =
       query(OSPREY_EXECUTABLE_LIBRARY_VERSION_LATEST, &probe);
   if (!library) {
-    return UnavailableError(
+    return OSPREY_ELF_ERROR(
+        kUnavailable,
         "executable library query returned NULL: the library cannot serve ABI version %u",
         OSPREY_EXECUTABLE_LIBRARY_VERSION_LATEST);
   }

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "hal/local/loaders/elf/elf_status.h"
 #include "hal/local/loaders/elf/image_memory.h"
 
 namespace osprey::hal::local::loaders::elf {
@@ -18,15 +19,16 @@ Status AllocateExecutableMemory(size_t size, size_t alignment, osprey::Allocator
   *out_memory = ImageMemory();
   const size_t page = ImageMemoryPageSize();
   if (size == 0 || size > SIZE_MAX - page) {
-    return ResourceExhaustedError("cannot map an image of %zu bytes", size);
+    return OSPREY_ELF_ERROR(kResourceExhausted, "cannot map an image of %zu bytes", size);
   }
   const size_t rounded = (size + page - 1) & ~(page - 1);
   // Anonymous mappings are page aligned and zero-filled; larger segment
   // alignments only matter for the link-time layout, which is preserved.
   void* p = mmap(nullptr, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
-    return ResourceExhaustedError("mapping %zu bytes for an executable image failed: %s", rounded,
-                                  strerror(errno));
+    return OSPREY_ELF_ERROR(kResourceExhausted,
+                            "mapping %zu bytes for an executable image failed: %s", rounded,
+                            strerror(errno));
   }
   out_memory->base = static_cast<uint8_t*>(p);
   out_memory->size = rounded;
@@ -41,8 +43,8 @@ Status ProtectImageMemory(const ImageMemory& memory, size_t offset, size_t lengt
   if (flags & 2u) prot |= PROT_WRITE;
   if (flags & 1u) prot |= PROT_EXEC;
   if (mprotect(memory.base + offset, length, prot) != 0) {
-    return InternalError("mprotect of %zu bytes at image offset %zu failed: %s", length, offset,
-                         strerror(errno));
+    return OSPREY_ELF_ERROR(kInternal, "mprotect of %zu bytes at image offset %zu failed: %s",
+                            length, offset, strerror(errno));
   }
   return OkStatus();
 }
