@@ -1,0 +1,28 @@
+# Compiles DIR/MODEL.onnx for the host and runs it on DEVICE with osprey-run,
+# comparing every output with DIR/MODEL.ref<i>.npy within TOLERANCE.
+set(_module ${DIR}/${MODEL}.${DEVICE}.osp)
+file(REMOVE ${_module})
+execute_process(COMMAND ${COMPILE} ${DIR}/${MODEL}.onnx --target=host -o ${_module}
+                RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "osprey-compile failed on ${MODEL}.onnx")
+endif()
+file(GLOB _inputs ${DIR}/${MODEL}.in*.npy)
+file(GLOB _refs ${DIR}/${MODEL}.ref*.npy)
+list(SORT _inputs)
+list(SORT _refs)
+if(NOT _refs)
+  message(FATAL_ERROR "no reference outputs for ${MODEL}")
+endif()
+set(_args --module=${_module} --device=${DEVICE} --function=main
+          --tolerance=${TOLERANCE})
+foreach(_f ${_inputs})
+  list(APPEND _args --input=@${_f})
+endforeach()
+foreach(_f ${_refs})
+  list(APPEND _args --expected_output=@${_f})
+endforeach()
+execute_process(COMMAND ${RUN} ${_args} RESULT_VARIABLE _rc)
+if(NOT _rc EQUAL 0)
+  message(FATAL_ERROR "${MODEL} on ${DEVICE} does not match its reference outputs")
+endif()

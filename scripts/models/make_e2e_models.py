@@ -1,0 +1,241 @@
+#!/usr/bin/python3
+"""Builds the compiler end-to-end models with their inputs and reference outputs.
+
+Usage: make_e2e_models.py --out DIR
+
+For every model NAME it writes NAME.onnx, NAME.in<i>.npy (graph inputs in
+order) and NAME.ref<i>.npy (graph outputs in order). References come from a
+small float64 numpy evaluator of the ONNX ops used here, independent of the
+compiler. Fixed seeds make the files identical from run to run.
+"""
+import argparse
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def conv_ref(x, w, b, pads, strides, group):
+    n, c, h, wd = x.shape
+    m, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh = (h + pads[0] + pads[2] - kh) // strides[0] + 1
+    ow = (wd + pads[1] + pads[3] - kw) // strides[1] + 1
+    y = np.zeros((n, m, oh, ow))
+    mg = m // group
+    for g in range(group):
+        for i in range(kh):
+            for j in range(kw):
+                patch = xp[:, g * cg:(g + 1) * cg,
+                           i:i + strides[0] * oh:strides[0],
+                           j:j + strides[1] * ow:strides[1]]
+                y[:, g * mg:(g + 1) * mg] += np.einsum(
+                    "nchw,mc->nmhw", patch, w[g * mg:(g + 1) * mg, :, i, j])
+    if b is not None:
+        y += b.reshape(1, -1, 1, 1)
+    return y
+
+
+def pool_ref(x, kernel, strides, pads, kind):
+    fill = -np.inf if kind == "max" else 0.0
+    xp = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])),
+                constant_values=fill)
+    n, c, h, w = xp.shape
+    oh = (h - kernel[0]) // strides[0] + 1
+    ow = (w - kernel[1]) // strides[1] + 1
+    windows = [xp[:, :, i:i + strides[0] * oh:strides[0],
+                  j:j + strides[1] * ow:strides[1]]
+               for i in range(kernel[0]) for j in range(kernel[1])]
+    if kind == "max":
+        return np.max(windows, axis=0)
+    return np.sum(windows, axis=0) / (kernel[0] * kernel[1])
+
+
+def evaluate(model, inputs):
+    """Runs |model| on |inputs| (dict name -> array) in float64."""
+    env = {i.name: numpy_helper.to_array(i).astype(np.float64)
+           for i in model.graph.initializer}
+    env.update({k: v.astype(np.float64) for k, v in inputs.items()})
+    for node in model.graph.node:
+        a = {x.name: helper.get_attribute_value(x) for x in node.attribute}
+        ins = [env[i] if i else None for i in node.input]
+        op = node.op_type
+        if op == "Gemm":
+            x, w = ins[0], ins[1]
+            x = x.T if a.get("transA", 0) else x
+            w = w.T if a.get("transB", 0) else w
+            y = a.get("alpha", 1.0) * (x @ w)
+            if len(ins) > 2:
+                y = y + a.get("beta", 1.0) * ins[2]
+        elif op == "MatMul":
+            y = ins[0] @ ins[1]
+        elif op == "Conv":
+            k = ins[1].shape[2:]
+            y = conv_ref(ins[0], ins[1], ins[2] if len(ins) > 2 else None,
+                         a.get("pads", [0, 0, 0, 0]), a.get("strides", [1, 1]),
+                         a.get("group", 1))
+        elif op == "BatchNormalization":
+            x, g, b, mean, var = ins
+            s = (1, -1, 1, 1)
+            y = (x - mean.reshape(s)) / np.sqrt(var.reshape(s) + a.get("epsilon", 1e-5)) \
+                * g.reshape(s) + b.reshape(s)
+        elif op in ("MaxPool", "AveragePool"):
+            y = pool_ref(ins[0], a["kernel_shape"], a.get("strides", [1, 1]),
+                         a.get("pads", [0, 0, 0, 0]),
+                         "max" if op == "MaxPool" else "avg")
+        elif op == "GlobalAveragePool":
+            y = ins[0].mean(axis=(2, 3), keepdims=True)
+        elif op == "Flatten":
+            y = ins[0].reshape(ins[0].shape[0], -1)
+        elif op == "Relu":
+            y = np.maximum(ins[0], 0)
+        elif op == "LeakyRelu":
+            y = np.where(ins[0] < 0, ins[0] * a.get("alpha", 0.01), ins[0])
+        elif op == "Sigmoid":
+            y = 1 / (1 + np.exp(-ins[0]))
+        elif op == "Tanh":
+            y = np.tanh(ins[0])
+        elif op == "Exp":
+            y = np.exp(ins[0])
+        elif op == "Abs":
+            y = np.abs(ins[0])
+        elif op == "Add":
+            y = ins[0] + ins[1]
+        elif op == "Sub":
+            y = ins[0] - ins[1]
+        elif op == "Mul":
+            y = ins[0] * ins[1]
+        elif op == "Div":
+            y = ins[0] / ins[1]
+        elif op == "Softmax":
+            axis = a.get("axis", -1)
+            e = np.exp(ins[0] - ins[0].max(axis=axis, keepdims=True))
+            y = e / e.sum(axis=axis, keepdims=True)
+        else:
+            raise ValueError("no reference for " + op)
+        env[node.output[0]] = y
+    return [env[o.name] for o in model.graph.output]
+
+
+def f32(rng, shape, scale=0.5):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def tensor(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def make(name, nodes, inputs, outputs, inits):
+    graph = helper.make_graph(nodes, name, inputs, outputs,
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+                              producer_name="osprey-tests")
+    onnx.checker.check_model(model)
+    return model
+
+
+def mlp(rng):
+    inits = {"w1": f32(rng, (16, 32)), "b1": f32(rng, (32,)),
+             "w2": f32(rng, (10, 32)), "b2": f32(rng, (10,))}
+    nodes = [
+        helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], name="fc1"),
+        helper.make_node("Relu", ["h"], ["r"], name="relu1"),
+        helper.make_node("Gemm", ["r", "w2", "b2"], ["z"], name="fc2", transB=1),
+        helper.make_node("Sigmoid", ["z"], ["y"], name="sigmoid"),
+    ]
+    return make("mlp", nodes, [tensor("x", [4, 16])], [tensor("y", [4, 10])],
+                inits), {"x": f32(rng, (4, 16), 1.0)}
+
+
+def conv_net(rng):
+    inits = {
+        "w1": f32(rng, (8, 3, 3, 3)), "b1": f32(rng, (8,)),
+        "gamma": rng.uniform(0.5, 1.5, 8).astype(np.float32),
+        "beta": f32(rng, (8,)), "mean": f32(rng, (8,)),
+        "var": rng.uniform(0.5, 1.5, 8).astype(np.float32),
+        "w2": f32(rng, (8, 8, 3, 3), 0.2),
+        "wf": f32(rng, (5, 72)), "bf": f32(rng, (5,)),
+    }
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="conv1",
+                         pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1", "gamma", "beta", "mean", "var"],
+                         ["bn"], name="bn1"),
+        helper.make_node("Relu", ["bn"], ["r1"], name="relu1"),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], name="conv2",
+                         pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+        helper.make_node("MaxPool", ["r2"], ["p"], name="pool",
+                         kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+        helper.make_node("Gemm", ["f", "wf", "bf"], ["logits"], name="fc", transB=1),
+        helper.make_node("Softmax", ["logits"], ["y"], name="softmax", axis=-1),
+    ]
+    return make("conv_net", nodes, [tensor("x", [1, 3, 12, 12])],
+                [tensor("y", [1, 5])], inits), {"x": f32(rng, (1, 3, 12, 12), 1.0)}
+
+
+def elementwise(rng):
+    inits = {"c": f32(rng, (5,), 1.0)}
+    nodes = [
+        helper.make_node("Add", ["a", "b"], ["s"], name="add"),
+        helper.make_node("Mul", ["s", "c"], ["m"], name="mul"),
+        helper.make_node("Tanh", ["m"], ["t"], name="tanh"),
+        helper.make_node("Exp", ["b"], ["e"], name="exp"),
+        helper.make_node("Sub", ["t", "e"], ["y"], name="sub"),
+        helper.make_node("Sub", ["a", "b"], ["d"], name="sub2"),
+        helper.make_node("Abs", ["d"], ["z"], name="abs"),
+    ]
+    return make("elementwise", nodes, [tensor("a", [3, 1]), tensor("b", [1, 5])],
+                [tensor("y", [3, 5]), tensor("z", [3, 5])], inits), \
+        {"a": f32(rng, (3, 1), 1.0), "b": f32(rng, (1, 5), 1.0)}
+
+
+def matmul_residual(rng):
+    inits = {"w": f32(rng, (8, 8))}
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+        helper.make_node("Add", ["m", "x"], ["s"], name="residual"),
+        helper.make_node("Relu", ["s"], ["y"], name="relu"),
+    ]
+    return make("matmul_residual", nodes, [tensor("x", [2, 3, 8])],
+                [tensor("y", [2, 3, 8])], inits), {"x": f32(rng, (2, 3, 8), 1.0)}
+
+
+def depthwise_pools(rng):
+    inits = {"w": f32(rng, (4, 1, 3, 3)), "b": f32(rng, (4,))}
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], name="dwconv",
+                         group=4, pads=[1, 1, 1, 1]),
+        helper.make_node("LeakyRelu", ["c"], ["l"], name="leaky", alpha=0.1),
+        helper.make_node("AveragePool", ["l"], ["a"], name="avgpool",
+                         kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("GlobalAveragePool", ["a"], ["y"], name="gap"),
+    ]
+    return make("depthwise_pools", nodes, [tensor("x", [1, 4, 8, 8])],
+                [tensor("y", [1, 4, 1, 1])], inits), {"x": f32(rng, (1, 4, 8, 8), 1.0)}
+
+
+MODELS = [mlp, conv_net, elementwise, matmul_residual, depthwise_pools]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    for i, build in enumerate(MODELS):
+        model, inputs = build(np.random.default_rng(100 + i))
+        name = model.graph.name
+        onnx.save(model, os.path.join(args.out, name + ".onnx"))
+        for k, graph_input in enumerate(model.graph.input):
+            np.save(os.path.join(args.out, "%s.in%d.npy" % (name, k)),
+                    inputs[graph_input.name])
+        for k, ref in enumerate(evaluate(model, inputs)):
+            np.save(os.path.join(args.out, "%s.ref%d.npy" % (name, k)),
+                    ref.astype(np.float32))
+
+
+if __name__ == "__main__":
+    main()
