@@ -104,7 +104,11 @@ inline Status OkStatus() { return Status(); }
 #define OSPREY_STATUS_FACTORY_(Name, code)                                     \
   template <typename... Args>                                                  \
   inline Status Name(const char* format, Args... args) {                       \
-    return Status(StatusCode::code, format, args...);                          \
+    if constexpr (sizeof...(Args) == 0) {                                      \
+      return Status(StatusCode::code, "%s", format);                           \
+    } else {                                                                   \
+      return Status(StatusCode::code, format, args...);                        \
+    }                                                                          \
   }
 OSPREY_STATUS_FACTORY_(CancelledError, kCancelled)
 OSPREY_STATUS_FACTORY_(UnknownError, kUnknown)
