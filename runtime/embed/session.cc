@@ -100,8 +100,10 @@ void ListExports(const vm::Module* module, char* out, size_t capacity) {
 }
 
 StatusOr<vm::Function> Lookup(osprey_session_t* session, const char* name) {
-  if (!session->context) {
-    return osprey::FailedPreconditionError("no module is loaded in the session");
+  // modules[0] is always "hal"; the application's modules follow it.
+  if (!session->context || session->module_count < 2) {
+    return osprey::FailedPreconditionError(
+        "no module is loaded in the session (looking up '%s')", name);
   }
   if (strchr(name, '.')) return session->context->LookupFunction(name);
   // Bare name: most recently loaded module first (index 0 is "hal").

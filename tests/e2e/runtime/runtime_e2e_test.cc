@@ -313,7 +313,8 @@ TEST_F(RuntimeE2ETest, ReportsUnknownNames) {
   EXPECT_THAT(bad_param.message(), HasSubstr("bogus_param"));
 
   StatusHolder nothing_loaded(osprey_session_lookup_function(session_, "main", &function_));
-  EXPECT_FALSE(nothing_loaded.ok());
+  EXPECT_EQ(nothing_loaded.code(), OSPREY_STATUS_FAILED_PRECONDITION);
+  EXPECT_THAT(nothing_loaded.message(), HasSubstr("no module is loaded"));
 
   ASSERT_OSPREY_OK(osprey_session_load_module_file(session_, (kDir + "/simple_add.osp").c_str()));
   StatusHolder unknown_function(osprey_session_lookup_function(session_, "mian", &function_));
