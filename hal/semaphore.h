@@ -29,6 +29,11 @@ class Semaphore : public Resource {
   // platform::MonotonicNanos) passes. DEADLINE_EXCEEDED on timeout,
   // ABORTED carrying the failure message if the semaphore failed.
   virtual Status Wait(uint64_t value, int64_t deadline_ns) = 0;
+
+  // Identifies the implementation so a driver can recognise its own
+  // semaphores without RTTI (e.g. &hal::local::HostSemaphore::kKind).
+  // Null by default.
+  virtual const void* kind() const { return nullptr; }
 };
 
 // Semaphores paired with payload values (what to wait for or signal).

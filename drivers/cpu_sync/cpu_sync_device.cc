@@ -144,6 +144,20 @@ StatusOr<ref_ptr<hal::ExecutableCache>> CpuSyncDevice::CreateExecutableCache() {
   return ref_ptr<hal::ExecutableCache>(std::move(cache));
 }
 
+Status CpuSyncDevice::WaitSemaphores(hal::WaitMode mode, const hal::SemaphoreList& semaphores,
+                                     int64_t deadline_ns) {
+  if (mode == hal::WaitMode::kAny && semaphores.size() > 1 &&
+      semaphores.size() <= hal::local::kMaxWaitAny &&
+      semaphores.values.size() == semaphores.size()) {
+    bool all_host = true;
+    for (hal::Semaphore* semaphore : semaphores.semaphores) {
+      all_host = all_host && hal::local::HostSemaphore::Cast(semaphore) != nullptr;
+    }
+    if (all_host) return hal::local::WaitAnyHostSemaphores(semaphores, deadline_ns);
+  }
+  return hal::Device::WaitSemaphores(mode, semaphores, deadline_ns);
+}
+
 Status CpuSyncDevice::Execute(const hal::SemaphoreList& wait,
                               std::span<hal::CommandBuffer* const> command_buffers) {
   const int64_t deadline = platform::DeadlineFromTimeout(options_.wait_timeout_ns);

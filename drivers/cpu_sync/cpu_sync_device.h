@@ -76,6 +76,10 @@ class CpuSyncDevice final : public hal::Device {
                       std::span<hal::CommandBuffer* const> command_buffers,
                       const hal::SemaphoreList& signal) override;
 
+  // kAny over host semaphores waits on timepoints instead of polling.
+  Status WaitSemaphores(hal::WaitMode mode, const hal::SemaphoreList& semaphores,
+                        int64_t deadline_ns) override;
+
  private:
   template <typename T, typename... Args>
   friend StatusOr<ref_ptr<T>> osprey::MakeRef(osprey::Allocator*, Args&&...);

@@ -7,6 +7,8 @@ namespace osprey::hal::local {
 
 using ull = unsigned long long;
 
+const char HostSemaphore::kKind = 0;
+
 StatusOr<ref_ptr<HostSemaphore>> HostSemaphore::Create(uint64_t initial_value,
                                                        osprey::Allocator* host_allocator) {
   return MakeRef<HostSemaphore>(host_allocator, initial_value);
@@ -151,6 +153,91 @@ bool HostSemaphore::CancelTimepoint(SemaphoreTimepoint* timepoint) {
     }
   }
   return false;
+}
+
+//===----------------------------------------------------------------------===//
+// Waiting for any of several semaphores
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+// Lives on the waiter's stack; the waiter leaves only after every timepoint
+// was cancelled or its callback finished (|settled| == count).
+struct AnyWait {
+  platform::Mutex mutex;
+  platform::ConditionVariable condition;
+  size_t reached = 0;
+  size_t failed = 0;
+  size_t settled = 0;
+  Status first_failure;
+};
+
+void OnAnyTimepoint(void* user_data, HostSemaphore*, Status status) {
+  auto* wait = static_cast<AnyWait*>(user_data);
+  platform::MutexLock lock(wait->mutex);
+  if (status.ok()) {
+    ++wait->reached;
+  } else {
+    ++wait->failed;
+    if (wait->first_failure.ok()) wait->first_failure = std::move(status);
+  }
+  ++wait->settled;
+  wait->condition.NotifyAll();
+}
+
+}  // namespace
+
+Status WaitAnyHostSemaphores(const SemaphoreList& list, int64_t deadline_ns) {
+  const size_t count = list.size();
+  if (list.values.size() != count) {
+    return InvalidArgumentError("semaphore list has %zu semaphores but %zu values", count,
+                                list.values.size());
+  }
+  if (count > kMaxWaitAny) {
+    return InvalidArgumentError("waiting for any of %zu semaphores; at most %zu supported", count,
+                                kMaxWaitAny);
+  }
+  HostSemaphore* semaphores[kMaxWaitAny];
+  for (size_t i = 0; i < count; ++i) {
+    semaphores[i] = HostSemaphore::Cast(list.semaphores[i]);
+    if (!semaphores[i]) {
+      return InvalidArgumentError("semaphore %zu is null or not a host semaphore", i);
+    }
+  }
+  if (count == 0) return OkStatus();
+
+  AnyWait wait;
+  SemaphoreTimepoint timepoints[kMaxWaitAny];
+  for (size_t i = 0; i < count; ++i) {
+    semaphores[i]->EnqueueTimepoint(&timepoints[i], list.values[i], &OnAnyTimepoint, &wait);
+  }
+  {
+    platform::MutexLock lock(wait.mutex);
+    while (wait.reached == 0 && wait.failed == 0) {
+      if (!wait.condition.WaitUntil(wait.mutex, deadline_ns) &&
+          (platform::MonotonicNanos() >= deadline_ns || !OSPREY_HAVE_THREADS)) {
+        break;
+      }
+    }
+  }
+  // Withdraw what has not fired; then wait out callbacks still running on
+  // other threads, since they touch |wait|.
+  size_t cancelled = 0;
+  for (size_t i = 0; i < count; ++i) {
+    if (semaphores[i]->CancelTimepoint(&timepoints[i])) ++cancelled;
+  }
+  {
+    platform::MutexLock lock(wait.mutex);
+    while (wait.settled + cancelled < count) {
+      wait.condition.WaitUntil(wait.mutex, platform::kInfiniteFuture);
+    }
+  }
+  if (wait.reached > 0) return OkStatus();
+  if (wait.failed > 0) {
+    return std::move(wait.first_failure).Annotate("waiting for any of %zu semaphores", count);
+  }
+  return DeadlineExceededError("none of %zu semaphores reached its value before the deadline",
+                               count);
 }
 
 }  // namespace osprey::hal::local

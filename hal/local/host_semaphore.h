@@ -41,6 +41,15 @@ class HostSemaphore final : public Semaphore {
                                                  osprey::Allocator* host_allocator);
   ~HostSemaphore() override;
 
+  // Value of kind() for every HostSemaphore (compare addresses).
+  static const char kKind;
+  const void* kind() const override { return &kKind; }
+  // |semaphore| as a HostSemaphore, or null if it is another kind.
+  static HostSemaphore* Cast(Semaphore* semaphore) {
+    return semaphore && semaphore->kind() == &kKind ? static_cast<HostSemaphore*>(semaphore)
+                                                    : nullptr;
+  }
+
   StatusOr<uint64_t> Query() override;
   Status Signal(uint64_t value) override;
   void Fail(Status status) override;
@@ -79,6 +88,15 @@ class HostSemaphore final : public Semaphore {
   Status failure_;  // OK unless failed.
   SemaphoreTimepoint* timepoints_ = nullptr;
 };
+
+// Blocks until any semaphore of |list| reaches its value (OK), one of them
+// fails (ABORTED carrying the failure, as Device::WaitSemaphores does), or
+// |deadline_ns| passes (DEADLINE_EXCEEDED). Uses timepoints and one
+// condition variable: no polling. Every semaphore must be a HostSemaphore
+// (INVALID_ARGUMENT otherwise) and the list at most kMaxWaitAny long
+// (INVALID_ARGUMENT). Thread-safe.
+inline constexpr size_t kMaxWaitAny = 32;
+Status WaitAnyHostSemaphores(const SemaphoreList& list, int64_t deadline_ns);
 
 }  // namespace osprey::hal::local
 

@@ -136,5 +136,70 @@ TEST(HostSemaphoreTest, ConcurrentSignalsAndTimepoints) {
   EXPECT_EQ(fired.load(), kCount);
 }
 
+TEST(WaitAnyHostSemaphoresTest, WakesOnFirstReached) {
+  auto a = HostSemaphore::Create(0, Allocator::Default());
+  auto b = HostSemaphore::Create(0, Allocator::Default());
+  ASSERT_TRUE(a.ok() && b.ok());
+  Semaphore* list[] = {a->get(), b->get()};
+  uint64_t values[] = {1, 1};
+  const int64_t start = platform::MonotonicNanos();
+  EXPECT_EQ(WaitAnyHostSemaphores({list, values}, platform::DeadlineFromTimeout(10'000'000)).code(),
+            StatusCode::kDeadlineExceeded);
+  EXPECT_GE(platform::MonotonicNanos() - start, 9'000'000);
+  std::thread signaller([&] {
+    platform::SleepNanos(2'000'000);
+    EXPECT_TRUE((*b)->Signal(1).ok());
+  });
+  EXPECT_TRUE(WaitAnyHostSemaphores({list, values}, platform::kInfiniteFuture).ok());
+  signaller.join();
+  // Already reached: returns at once; the other timepoint is withdrawn.
+  EXPECT_TRUE(WaitAnyHostSemaphores({list, values}, platform::kImmediatePast).ok());
+  EXPECT_TRUE((*a)->Signal(1).ok());
+}
+
+TEST(WaitAnyHostSemaphoresTest, FailureEndsTheWait) {
+  auto a = HostSemaphore::Create(0, Allocator::Default());
+  auto b = HostSemaphore::Create(0, Allocator::Default());
+  ASSERT_TRUE(a.ok() && b.ok());
+  Semaphore* list[] = {a->get(), b->get()};
+  uint64_t values[] = {1, 1};
+  std::thread failer([&] {
+    platform::SleepNanos(2'000'000);
+    (*a)->Fail(DataLossError("gone"));
+  });
+  Status status = WaitAnyHostSemaphores({list, values}, platform::kInfiniteFuture);
+  failer.join();
+  EXPECT_EQ(status.code(), StatusCode::kAborted);
+  EXPECT_NE(std::string(status.message()).find("gone"), std::string::npos);
+}
+
+TEST(WaitAnyHostSemaphoresTest, RejectsOtherSemaphores) {
+  struct Other : public Semaphore {
+    StatusOr<uint64_t> Query() override { return uint64_t(0); }
+    Status Signal(uint64_t) override { return OkStatus(); }
+    void Fail(Status) override {}
+    Status Wait(uint64_t, int64_t) override { return OkStatus(); }
+  };
+  Other other;
+  Semaphore* list[] = {&other};
+  uint64_t values[] = {1};
+  EXPECT_EQ(WaitAnyHostSemaphores({list, values}, 0).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(WaitAnyHostSemaphoresTest, StressRacingSignals) {
+  for (int round = 0; round < 200; ++round) {
+    auto a = HostSemaphore::Create(0, Allocator::Default());
+    auto b = HostSemaphore::Create(0, Allocator::Default());
+    ASSERT_TRUE(a.ok() && b.ok());
+    Semaphore* list[] = {a->get(), b->get()};
+    uint64_t values[] = {1, 1};
+    std::thread t1([&] { EXPECT_TRUE((*a)->Signal(1).ok()); });
+    std::thread t2([&] { EXPECT_TRUE((*b)->Signal(1).ok()); });
+    EXPECT_TRUE(WaitAnyHostSemaphores({list, values}, platform::kInfiniteFuture).ok());
+    t1.join();
+    t2.join();
+  }
+}
+
 }  // namespace
 }  // namespace osprey::hal::local
