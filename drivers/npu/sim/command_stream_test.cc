@@ -5,15 +5,15 @@
 #include <string>
 #include <vector>
 
-#include "drivers/npu/testing/stream_builder.h"
+#include "drivers/npu/test/stream_builder.h"
 #include "gtest/gtest.h"
 
 namespace osprey::drivers::npu::sim {
 namespace {
 
-using testing::BlobExport;
-using testing::BuildBlob;
-using testing::StreamBuilder;
+using test::BlobExport;
+using test::BuildBlob;
+using test::StreamBuilder;
 
 BlobExport CopyExport() {
   StreamBuilder b;
