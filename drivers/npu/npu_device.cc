@@ -176,12 +176,15 @@ Status NpuExecutor::RetireOldest() {
     const InFlight rest = in_flight_[in_flight_head_];
     in_flight_head_ = (in_flight_head_ + 1) % (NpuHardware::kRingSlots - 1);
     --in_flight_count_;
-    if (!hw->WaitForCompletion(rest.sequence, platform::DeadlineFromTimeout(timeout_ns)).ok()) {
+    Status rest_waited =
+        hw->WaitForCompletion(rest.sequence, platform::DeadlineFromTimeout(timeout_ns));
+    if (!rest_waited.ok()) {
+      rest_waited.IgnoreError();  // |failure| is the error to report.
       hw->Reset();
       in_flight_count_ = 0;
       break;
     }
-    rest.job->status.IgnoreError();
+    rest.job->status.IgnoreError();  // ABORTED: not run because of |failure|.
   }
   hw->WriteRegister(kHwRegIrqStatus, kHwIrqFault);
   if (f.export_name) {
