@@ -114,11 +114,32 @@ public:
     }
     std::vector<llvm::Value *> ivs(n, nullptr);
     absl::Status status = absl::OkStatus();
-    nest(parallel, 0, lo, hi, ivs, [&] {
-      if (status.ok()) {
-        status = emitElement(lo, hi, ivs, reduction);
+    if (root.hasReduction() && !r_.tiledLoops.empty()) {
+      // Reductions keep a row of accumulators along the innermost tiled
+      // (output-contiguous) loop, which runs inside the reduction loops:
+      // the innermost loop then reads contiguous operands and vectorizes.
+      unsigned inner = r_.tiledLoops[0];
+      accRow_ = b_.CreateAlloca(
+          llvm::ArrayType::get(b_.getFloatTy(), r_.tileSizes[inner]), nullptr,
+          "acc_row");
+      std::vector<unsigned> outer;
+      for (unsigned d : parallel) {
+        if (d != inner) {
+          outer.push_back(d);
+        }
       }
-    });
+      nest(outer, 0, lo, hi, ivs, [&] {
+        if (status.ok()) {
+          status = emitReductionRow(inner, lo, hi, ivs, reduction);
+        }
+      });
+    } else {
+      nest(parallel, 0, lo, hi, ivs, [&] {
+        if (status.ok()) {
+          status = emitElement(lo, hi, ivs, reduction);
+        }
+      });
+    }
     COMPILER_RETURN_IF_ERROR(status);
     b_.CreateRet(b_.getInt32(0));
     return fn_;
@@ -188,6 +209,28 @@ private:
   }
 
   // Loops over dims[k..] in order with [lo, hi) ranges, then calls |inner|.
+  // for (iv = lo; iv < hi; ++iv) body(iv)
+  void loop(llvm::Value *lo, llvm::Value *hi, const llvm::Twine &name,
+            llvm::function_ref<void(llvm::Value *)> body) {
+    llvm::BasicBlock *pre = b_.GetInsertBlock();
+    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "loop", fn_);
+    llvm::BasicBlock *bodyBlock = llvm::BasicBlock::Create(ctx_, "body", fn_);
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "exit", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode *iv = b_.CreatePHI(idxTy_, 2, name);
+    iv->addIncoming(lo, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), bodyBlock, exit);
+    b_.SetInsertPoint(bodyBlock);
+    body(iv);
+    llvm::Value *next = b_.CreateAdd(iv, idx(1), "", /*HasNUW=*/true,
+                                     /*HasNSW=*/true);
+    iv->addIncoming(next, b_.GetInsertBlock());
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+  }
+
+  // Loops over dims[k..] in order with [lo, hi) ranges, then calls |inner|.
   void nest(llvm::ArrayRef<unsigned> dims, size_t k,
             const std::vector<llvm::Value *> &lo,
             const std::vector<llvm::Value *> &hi,
@@ -198,23 +241,54 @@ private:
       return;
     }
     unsigned d = dims[k];
-    llvm::BasicBlock *pre = b_.GetInsertBlock();
-    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "loop", fn_);
-    llvm::BasicBlock *body = llvm::BasicBlock::Create(ctx_, "body", fn_);
-    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "exit", fn_);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode *iv = b_.CreatePHI(idxTy_, 2, "d" + std::to_string(d));
-    iv->addIncoming(lo[d], pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(iv, hi[d]), body, exit);
-    b_.SetInsertPoint(body);
-    ivs[d] = iv;
-    nest(dims, k + 1, lo, hi, ivs, inner);
-    llvm::Value *next = b_.CreateAdd(iv, idx(1), "", /*HasNUW=*/true,
-                                     /*HasNSW=*/true);
-    iv->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateBr(header);
-    b_.SetInsertPoint(exit);
+    loop(lo[d], hi[d], "d" + llvm::Twine(d), [&](llvm::Value *iv) {
+      ivs[d] = iv;
+      nest(dims, k + 1, lo, hi, ivs, inner);
+    });
+  }
+
+  // One row of a reduction root along loop |inner|: accumulators start at
+  // init, the reduction loops run with the row innermost, then each element
+  // goes through the fused ops and is stored.
+  absl::Status emitReductionRow(unsigned inner,
+                                const std::vector<llvm::Value *> &lo,
+                                const std::vector<llvm::Value *> &hi,
+                                std::vector<llvm::Value *> &ivs,
+                                llvm::ArrayRef<unsigned> reduction) {
+    const StructuredOp &root = op(0);
+    llvm::Value *count = b_.CreateSub(hi[inner], lo[inner]);
+    llvm::Type *rowTy = accRow_->getAllocatedType();
+    auto slot = [&](llvm::Value *i) {
+      return b_.CreateInBoundsGEP(rowTy, accRow_, {idx(0), i});
+    };
+    loop(idx(0), count, "i", [&](llvm::Value *i) {
+      b_.CreateStore(f32(*root.init), slot(i));
+    });
+    absl::Status status = absl::OkStatus();
+    nest(reduction, 0, lo, hi, ivs, [&] {
+      loop(idx(0), count, "i", [&](llvm::Value *i) {
+        if (!status.ok()) {
+          return;
+        }
+        ivs[inner] = b_.CreateAdd(lo[inner], i, "", false, true);
+        llvm::Value *p = slot(i);
+        auto v = evalBody(root, ivs, b_.CreateLoad(b_.getFloatTy(), p));
+        if (!v.ok()) {
+          status = v.status();
+          return;
+        }
+        b_.CreateStore(*v, p);
+      });
+    });
+    COMPILER_RETURN_IF_ERROR(status);
+    loop(idx(0), count, "i", [&](llvm::Value *i) {
+      if (!status.ok()) {
+        return;
+      }
+      ivs[inner] = b_.CreateAdd(lo[inner], i, "", false, true);
+      status = finishElement(b_.CreateLoad(b_.getFloatTy(), slot(i)), ivs);
+    });
+    return status;
   }
 
   llvm::Value *evalExpr(const AffineExpr &e, llvm::ArrayRef<llvm::Value *> ivs) {
@@ -394,6 +468,15 @@ private:
     } else {
       COMPILER_ASSIGN_OR_RETURN(value, evalBody(root, ivs, nullptr));
     }
+    return finishElement(value, ivs);
+  }
+
+  // Runs the fused ops on the root's result |value| at loop indices |ivs|
+  // and stores the region's result.
+  absl::Status finishElement(llvm::Value *value,
+                             llvm::ArrayRef<llvm::Value *> ivs) {
+    const StructuredOp &root = op(0);
+    internal_.clear();
     // Fused ops iterate over the root's output index space.
     std::vector<llvm::Value *> outIdx;
     for (const AffineExpr &e : root.output.map.results) {
@@ -423,6 +506,7 @@ private:
   llvm::Type *idxTy_;
   llvm::Function *fn_ = nullptr;
   llvm::Value *acc_ = nullptr;
+  llvm::AllocaInst *accRow_ = nullptr;
   std::map<unsigned, llvm::Value *> bindings_;
   std::map<unsigned, llvm::Value *> internal_;
 };
