@@ -9,6 +9,7 @@ small float64 numpy evaluator of the ONNX ops used here, independent of the
 compiler. Fixed seeds make the files identical from run to run.
 """
 import argparse
+import math
 import os
 
 import numpy as np
@@ -108,6 +109,18 @@ def evaluate(model, inputs):
             y = ins[0] * ins[1]
         elif op == "Div":
             y = ins[0] / ins[1]
+        elif op == "LayerNormalization":
+            axis = a.get("axis", -1)
+            axes = tuple(range(axis % ins[0].ndim, ins[0].ndim))
+            mean = ins[0].mean(axis=axes, keepdims=True)
+            var = ((ins[0] - mean) ** 2).mean(axis=axes, keepdims=True)
+            y = (ins[0] - mean) / np.sqrt(var + a.get("epsilon", 1e-5)) * ins[1]
+            if len(ins) > 2 and ins[2] is not None:
+                y = y + ins[2]
+        elif op == "Transpose":
+            y = np.transpose(ins[0], a.get("perm"))
+        elif op == "Erf":
+            y = np.vectorize(math.erf)(ins[0])
         elif op == "Softmax":
             axis = a.get("axis", -1)
             e = np.exp(ins[0] - ins[0].max(axis=axis, keepdims=True))
@@ -126,10 +139,10 @@ def tensor(name, shape):
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
 
 
-def make(name, nodes, inputs, outputs, inits):
+def make(name, nodes, inputs, outputs, inits, opset=13):
     graph = helper.make_graph(nodes, name, inputs, outputs,
                               [numpy_helper.from_array(v, k) for k, v in inits.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="osprey-tests")
     onnx.checker.check_model(model)
     return model
@@ -217,7 +230,48 @@ def depthwise_pools(rng):
                 [tensor("y", [1, 4, 1, 1])], inits), {"x": f32(rng, (1, 4, 8, 8), 1.0)}
 
 
-MODELS = [mlp, conv_net, elementwise, matmul_residual, depthwise_pools]
+def attention_block(rng):
+    d = 16
+    inits = {"ln_scale": rng.uniform(0.5, 1.5, d).astype(np.float32),
+             "ln_bias": f32(rng, (d,)),
+             "wq": f32(rng, (d, d), 0.3), "wk": f32(rng, (d, d), 0.3),
+             "wv": f32(rng, (d, d), 0.3), "wo": f32(rng, (d, d), 0.3),
+             "scale": np.array(0.25, dtype=np.float32),
+             "w1": f32(rng, (d, 32), 0.3), "b1": f32(rng, (32,)),
+             "w2": f32(rng, (32, d), 0.3),
+             "sqrt2": np.array(math.sqrt(2.0), dtype=np.float32),
+             "one": np.array(1.0, dtype=np.float32),
+             "half": np.array(0.5, dtype=np.float32)}
+    n = helper.make_node
+    nodes = [
+        n("LayerNormalization", ["x", "ln_scale", "ln_bias"], ["ln"], name="ln", axis=-1),
+        n("MatMul", ["ln", "wq"], ["q"], name="q_proj"),
+        n("MatMul", ["ln", "wk"], ["k"], name="k_proj"),
+        n("MatMul", ["ln", "wv"], ["v"], name="v_proj"),
+        n("Transpose", ["k"], ["kt"], name="k_t", perm=[0, 2, 1]),
+        n("MatMul", ["q", "kt"], ["scores"], name="qk"),
+        n("Mul", ["scores", "scale"], ["scaled"], name="scale"),
+        n("Softmax", ["scaled"], ["attn"], name="softmax", axis=-1),
+        n("MatMul", ["attn", "v"], ["ctx"], name="av"),
+        n("MatMul", ["ctx", "wo"], ["o"], name="o_proj"),
+        n("Add", ["o", "x"], ["res1"], name="residual1"),
+        n("MatMul", ["res1", "w1"], ["h0"], name="fc1"),
+        n("Add", ["h0", "b1"], ["h"], name="fc1_bias"),
+        n("Div", ["h", "sqrt2"], ["hs"], name="gelu_div"),
+        n("Erf", ["hs"], ["he"], name="gelu_erf"),
+        n("Add", ["he", "one"], ["he1"], name="gelu_add"),
+        n("Mul", ["h", "he1"], ["hm"], name="gelu_mul"),
+        n("Mul", ["hm", "half"], ["act"], name="gelu_half"),
+        n("MatMul", ["act", "w2"], ["mlp"], name="fc2"),
+        n("Add", ["mlp", "res1"], ["y"], name="residual2"),
+    ]
+    return make("attention_block", nodes, [tensor("x", [1, 6, d])],
+                [tensor("y", [1, 6, d])], inits, opset=17), \
+        {"x": f32(rng, (1, 6, d), 1.0)}
+
+
+MODELS = [mlp, conv_net, elementwise, matmul_residual, depthwise_pools,
+          attention_block]
 
 
 def main():
