@@ -103,17 +103,27 @@ build_target() {
       sort -rn | head -5
   fi
 
-  local elf="$dir/bin/osprey_bare_metal_firmware.elf"
-  "${tool_prefix}size" "$elf"
-  local budget=0
-  [[ "$target" == cortex-m4 ]] && budget="${OSPREY_CORTEX_M4_SIZE_BUDGET:-70000}"
-  if ! python3 "$root/scripts/qemu/size_report.py" "$elf.map" --top 10 \
-      --cxxfilt "${tool_prefix}c++filt" --budget "$budget"; then
-    echo "cross_build.sh: $target runtime size over budget" >&2
-    return 1
-  fi
+  # Size of each image this run built: the firmware (checked against the
+  # budget) and the embedding-API image when the tree has it.
+  local image elf budget
+  for image in osprey_bare_metal_firmware osprey_bare_metal_embed; do
+    elf="$dir/bin/$image.elf"
+    [[ -f "$elf" ]] || continue
+    [[ " $what " == *" all "* || " $what " == *" $image "* ]] || continue
+    echo "--- $image"
+    "${tool_prefix}size" "$elf"
+    budget=0
+    if [[ "$target" == cortex-m4 && "$image" == osprey_bare_metal_firmware ]]; then
+      budget="${OSPREY_CORTEX_M4_SIZE_BUDGET:-70000}"
+    fi
+    if ! python3 "$root/scripts/qemu/size_report.py" "$elf.map" --top 10 \
+        --cxxfilt "${tool_prefix}c++filt" --budget "$budget"; then
+      echo "cross_build.sh: $target $image runtime size over budget" >&2
+      return 1
+    fi
+  done
   if ((run)); then
-    bash "$root/scripts/qemu/run_firmware.sh" "$target" "$elf"
+    bash "$root/scripts/qemu/run_firmware.sh" "$target" "$dir/bin/osprey_bare_metal_firmware.elf"
   fi
 }
 

@@ -33,8 +33,8 @@ def component(path):
   m = re.search(r"([^/]+\.a)\(", path)
   if m:
     return m.group(1)
-  if "CMakeFiles/osprey_bare_metal_firmware.dir" in path:
-    return "firmware objects"
+  if "/CMakeFiles/" in path or path.startswith("CMakeFiles/"):
+    return "application objects"
   base = path.rsplit("/", 1)[-1]
   if base.startswith("crt"):
     return "crt0/crtbegin/crtend"

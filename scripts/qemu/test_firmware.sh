@@ -3,30 +3,36 @@
 # for TARGET into BUILD_DIR (incrementally), runs it on the matching QEMU
 # board and checks its exit code.
 #
-#   scripts/qemu/test_firmware.sh TARGET BUILD_DIR [--expect-exit N] [ARG...]
+#   scripts/qemu/test_firmware.sh TARGET BUILD_DIR [--image NAME] [--expect-exit N] [ARG...]
 #
+#   --image NAME     the image target to build and run
+#                    (default osprey_bare_metal_firmware)
 #   --expect-exit N  pass only if the firmware exits with N (default 0)
 #   ARG              passed to the firmware's main()
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 if (($# < 2)); then
-  echo "usage: test_firmware.sh TARGET BUILD_DIR [--expect-exit N] [ARG...]" >&2
+  echo "usage: test_firmware.sh TARGET BUILD_DIR [--image NAME] [--expect-exit N] [ARG...]" >&2
   exit 2
 fi
 target="$1"
 build_dir="$2"
 shift 2
 expect=0
-if [[ "${1:-}" == "--expect-exit" ]]; then
-  expect="$2"
-  shift 2
-fi
+image=osprey_bare_metal_firmware
+while (($# >= 2)); do
+  case "$1" in
+    --image) image="$2"; shift 2 ;;
+    --expect-exit) expect="$2"; shift 2 ;;
+    *) break ;;
+  esac
+done
 
 mkdir -p "$build_dir"
 var="OSPREY_$(echo "$target" | tr 'a-z-' 'A-Z_')_BUILD_DIR"
 export "$var=$build_dir"
-OSPREY_CROSS_BUILD_TARGETS=osprey_bare_metal_firmware \
+OSPREY_CROSS_BUILD_TARGETS="$image" \
   bash "$root/scripts/cross_build.sh" "$target" > "$build_dir/cross_build.log" 2>&1 || {
     cat "$build_dir/cross_build.log" >&2
     echo "test_firmware.sh: cross build for $target FAILED" >&2
@@ -34,11 +40,11 @@ OSPREY_CROSS_BUILD_TARGETS=osprey_bare_metal_firmware \
   }
 
 set +e
-bash "$root/scripts/qemu/run_firmware.sh" "$target" "$build_dir/bin/osprey_bare_metal_firmware.elf" "$@"
+bash "$root/scripts/qemu/run_firmware.sh" "$target" "$build_dir/bin/$image.elf" "$@"
 rc=$?
 set -e
 if ((rc != expect)); then
-  echo "test_firmware.sh: $target firmware exited with $rc, expected $expect" >&2
+  echo "test_firmware.sh: $target $image exited with $rc, expected $expect" >&2
   exit 1
 fi
-echo "test_firmware.sh: $target firmware exited with $rc as expected"
+echo "test_firmware.sh: $target $image exited with $rc as expected"
