@@ -1,6 +1,8 @@
 // Fusion and tiling decisions from iterator types and indexing maps.
 #include "compiler/structured/fusion.h"
 
+#include <algorithm>
+
 namespace osprey::compiler::structured {
 namespace {
 
@@ -84,13 +86,17 @@ void chooseTiles(const StructuredOp &root, FusionGroup &group) {
                      root.classify() == OpClass::Convolution;
   for (size_t i = 0; i < order.size(); ++i) {
     int64_t want = i == 0 ? (contraction ? 16 : 64) : (i == 1 && contraction ? 8 : 1);
-    group.tileSizes[order[i]] = std::min<int64_t>(root.bounds[order[i]], want);
+    // Empty loops still get a tile of 1 (and one workgroup that does
+    // nothing), so tile counts never divide by zero.
+    group.tileSizes[order[i]] =
+        std::max<int64_t>(1, std::min<int64_t>(root.bounds[order[i]], want));
   }
   group.tiledLoops = order;
   group.workgroups.assign(3, 1);
   for (size_t i = 0; i < order.size(); ++i) {
     unsigned d = order[i];
-    int64_t count = (root.bounds[d] + group.tileSizes[d] - 1) / group.tileSizes[d];
+    int64_t count = std::max<int64_t>(
+        1, (root.bounds[d] + group.tileSizes[d] - 1) / group.tileSizes[d]);
     group.workgroups[std::min<size_t>(i, 2)] *= count;
   }
   group.microkernel = root.classify() == OpClass::Contraction;

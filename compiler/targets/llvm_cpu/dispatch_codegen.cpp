@@ -85,7 +85,7 @@ public:
     for (size_t k = 0; k < r_.tiledLoops.size(); ++k) {
       unsigned d = r_.tiledLoops[k];
       int64_t tile = r_.tileSizes[d];
-      int64_t count = (root.bounds[d] + tile - 1) / tile;
+      int64_t count = std::max<int64_t>(1, (root.bounds[d] + tile - 1) / tile);
       llvm::Value *id;
       if (k < 2) {
         id = b_.CreateZExt(
