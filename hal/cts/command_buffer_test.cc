@@ -268,6 +268,20 @@ TEST_P(DispatchValidationTest, WrittenBindingMustBeWritable) {
       << StatusText(status);
 }
 
+TEST_P(DispatchValidationTest, WriteOnlyBufferCanBeDispatchOutput) {
+  float x[4] = {1, 2, 3, 4};
+  auto xb = AllocateWith(x, sizeof(x));
+  auto y = Allocate(16, BufferUsage::kDefault, MemoryType::kOptimal, MemoryAccess::kWrite);
+  OSPREY_CTS_ASSERT_OK(xb);
+  OSPREY_CTS_ASSERT_OK(y);
+  auto cb = BeginCommandBuffer();
+  OSPREY_CTS_ASSERT_OK(cb);
+  BufferRef bindings[] = {{xb->get(), 0, 16}, {y->get(), 0, 16}};
+  OSPREY_CTS_ASSERT_OK(
+      (*cb)->Dispatch(executable_.get(), axpb_, {1, 1, 1}, constants_, bindings));
+  OSPREY_CTS_EXPECT_OK(SubmitAndWait(cb->get()));
+}
+
 TEST_P(DispatchValidationTest, WrittenBindingNeedsStorageWriteUsage) {
   auto x = Allocate(16);
   auto y = Allocate(16, BufferUsage::kDispatchStorageRead | BufferUsage::kMapping);

@@ -42,9 +42,10 @@ Status LocalDispatch::Prepare(Executable* executable, uint32_t ordinal,
   }
   for (size_t i = 0; i < bindings.size(); ++i) {
     const BufferRef& ref = bindings[i];
-    const MemoryAccess access = info.binding_is_written(uint32_t(i))
-                                    ? MemoryAccess::kRead | MemoryAccess::kWrite
-                                    : MemoryAccess::kRead;
+    // The same access the command buffer validated: written bindings need
+    // write access only (a write-only output buffer is legal).
+    const MemoryAccess access =
+        info.binding_is_written(uint32_t(i)) ? MemoryAccess::kWrite : MemoryAccess::kRead;
     uint8_t* data = nullptr;
     OSPREY_RETURN_IF_ERROR(ref.buffer->MapForDevice(access, ref.offset, ref.length, &data),
                            "binding %zu of export '%s'", i, info.name);
