@@ -230,6 +230,14 @@ emitModule(const dispatch::DispatchProgram &d,
     }
     const dispatch::DispatchRegion &r = d.regions[c.region];
     e.writer().SetLocation("node '" + r.loc + "' (" + r.name + ")");
+    // The hal module unpacks at most this many bindings per dispatch.
+    constexpr size_t kMaxBindings = 32;
+    if (r.bindings.size() > kMaxBindings) {
+      return absl::UnimplementedError(
+          "node '" + r.loc + "': dispatch region with " +
+          std::to_string(r.bindings.size()) + " bindings (the hal module takes "
+          "at most " + std::to_string(kMaxBindings) + ")");
+    }
     std::vector<uint16_t> refs;
     for (const dispatch::Binding &b : r.bindings) {
       refs.push_back(bufferFor(b.tensor));
