@@ -1,6 +1,6 @@
-// cpu-task against cpu-sync: empty-submission round trip, dispatch-to-
-// dispatch latency of small dispatches, and a compute-bound dispatch on 1
-// and 2 workers. Every iteration waits for the submission to finish.
+// cpu-task against cpu-sync: empty and one-fill submission round trips,
+// dispatch-to-dispatch latency of small dispatches, and a compute-bound
+// dispatch on 1 and 2 workers. Every iteration waits for the submission.
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -115,7 +115,8 @@ const char* KindName(int64_t kind) {
     }                                                  \
   } while (false)
 
-// Empty command buffer: submit-to-signal round trip.
+// Empty command buffer: submit-to-signal round trip (cpu-task completes an
+// empty graph on the submitting thread).
 void BM_EmptySubmission(benchmark::State& state) {
   Harness h;
   BENCH_CHECK(h.Init(state.range(0)));
@@ -127,6 +128,23 @@ void BM_EmptySubmission(benchmark::State& state) {
   for (auto _ : state) BENCH_CHECK(h.Run(command_buffer->get()));
 }
 BENCHMARK(BM_EmptySubmission)->Arg(kSync)->Arg(kTask1)->Arg(kTask2)->UseRealTime();
+
+// The smallest real work: one 4-byte fill, through the queue and back.
+void BM_TinySubmission(benchmark::State& state) {
+  Harness h;
+  BENCH_CHECK(h.Init(state.range(0)));
+  state.SetLabel(KindName(state.range(0)));
+  auto buffer = h.device->allocator()->AllocateBuffer(hal::BufferParams{}, 4);
+  BENCH_CHECK(buffer.status().ok() ? OkStatus() : InternalError("buffer"));
+  auto command_buffer = h.device->CreateCommandBuffer(hal::CommandBufferMode::kDefault);
+  BENCH_CHECK(command_buffer.status().ok() ? OkStatus() : InternalError("command buffer"));
+  uint32_t pattern = 7;
+  BENCH_CHECK((*command_buffer)->Begin());
+  BENCH_CHECK((*command_buffer)->FillBuffer({buffer->get(), 0, 4}, &pattern, 4));
+  BENCH_CHECK((*command_buffer)->End());
+  for (auto _ : state) BENCH_CHECK(h.Run(command_buffer->get()));
+}
+BENCHMARK(BM_TinySubmission)->Arg(kSync)->Arg(kTask1)->Arg(kTask2)->UseRealTime();
 
 // 64 dependent small dispatches (8 workgroups each, barrier between them):
 // time per dispatch.
