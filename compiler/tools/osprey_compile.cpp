@@ -39,8 +39,10 @@ static cl::opt<bool> printIr("print-ir",
                              cl::desc("Print the final graph IR to stderr"));
 static cl::list<std::string>
     printIrAfter("print-ir-after",
-                 cl::desc("Print the IR to stderr after the named pass "
-                          "('all' for every pass, 'import' after import)"),
+                 cl::desc("Print the IR to stderr after the named pass or "
+                          "stage ('all' for every one; stages: import, "
+                          "lower-to-structured, fuse, form-dispatch, "
+                          "plan-memory)"),
                  cl::value_desc("name"));
 static cl::opt<std::string>
     dumpAfter("dump-after",
@@ -128,9 +130,21 @@ int main(int argc, char **argv) {
   if (!program.ok()) {
     return fail(program.status());
   }
+  auto printStage = [&](const char *stage, auto print) {
+    if (printAfter.count(stage) || printAfter.count("all")) {
+      llvm::errs() << "// ----- IR after " << stage << " ----- //\n";
+      print(llvm::errs());
+    }
+  };
+  printStage("lower-to-structured", [&](llvm::raw_ostream &os) {
+    structured::printProgram(*program, os);
+  });
   if (absl::Status s = structured::fuseAndTile(*program); !s.ok()) {
     return fail(s);
   }
+  printStage("fuse", [&](llvm::raw_ostream &os) {
+    structured::printProgram(*program, os);
+  });
   auto openText = [&](std::unique_ptr<llvm::raw_fd_ostream> &os,
                       const std::string &path) {
     std::error_code ec;
@@ -155,9 +169,15 @@ int main(int argc, char **argv) {
   if (!dispatchProgram.ok()) {
     return fail(dispatchProgram.status());
   }
+  printStage("form-dispatch", [&](llvm::raw_ostream &os) {
+    dispatch::printDispatchProgram(*dispatchProgram, os);
+  });
   if (absl::Status s = dispatch::planMemory(*dispatchProgram); !s.ok()) {
     return fail(s);
   }
+  printStage("plan-memory", [&](llvm::raw_ostream &os) {
+    dispatch::printDispatchProgram(*dispatchProgram, os);
+  });
   if (outputFormat == "dispatch") {
     if (!openText(os, outputFile)) {
       return 1;
