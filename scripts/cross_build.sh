@@ -15,7 +15,8 @@
 #                               (default: <repo>/build-)
 #   OSPREY_CORTEX_M4_BUILD_DIR  build directory for cortex-m4 (overrides the prefix;
 #                               likewise OSPREY_RISCV32_BUILD_DIR, OSPREY_CORTEX_M55_BUILD_DIR)
-#   OSPREY_CROSS_CMAKE_ARGS     extra cmake arguments for every target
+#   OSPREY_CROSS_CMAKE_ARGS     extra cmake arguments for every target (applied
+#                               to an existing build directory too)
 #   OSPREY_CROSS_BUILD_TARGETS  CMake targets to build, for every TARGET ("all":
 #                               every runtime library, driver and the firmware).
 #                               Default: all on Arm; on riscv32 the firmware and
@@ -36,7 +37,7 @@ targets=()
 for arg in "$@"; do
   case "$arg" in
     --run) run=1 ;;
-    -h|--help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "cross_build.sh: unknown option '$arg'" >&2; exit 2 ;;
     *) targets+=("$arg") ;;
   esac
@@ -70,7 +71,7 @@ build_target() {
   esac
 
   echo "=== cross build: $target in $dir"
-  if [[ ! -f "$dir/build.ninja" ]]; then
+  if [[ ! -f "$dir/build.ninja" || -n "${OSPREY_CROSS_CMAKE_ARGS:-}" ]]; then
     mkdir -p "$dir"
     cmake -S "$root" -B "$dir" -G Ninja \
       -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/$toolchain.cmake" \

@@ -14,9 +14,17 @@
 #include "runtime/embed/osprey.h"
 #include "samples/bare_metal/checks.h"
 
+#if OSPREY_FIRMWARE_HAVE_MODULE
+extern "C" const uint8_t osprey_firmware_module[];
+extern "C" const size_t osprey_firmware_module_size;
+#endif
+
 namespace {
 
-alignas(16) uint8_t g_heap[96 * 1024];
+// The VM context takes a 64 KiB stack (vm::ContextOptions, not configurable
+// through osprey.h) and is rebuilt while the previous one is alive on each
+// module load.
+alignas(16) uint8_t g_heap[192 * 1024];
 
 void* ArenaAllocate(void* user_data, size_t size, size_t alignment) {
   void* ptr = nullptr;
@@ -85,6 +93,51 @@ void CallMain(osprey_session_t* session, osprey_device_t* device,
   osprey_function_release(function);
 }
 
+#if OSPREY_FIRMWARE_HAVE_MODULE
+// Calls |name|(|argument|) of the loaded module; returns its i32 result, or
+// -1 after recording a failure.
+int32_t CallI32(osprey_session_t* session, const char* name, int32_t argument,
+                osprey::samples::bare_metal::CheckGroup& group) {
+  osprey_function_t* function = nullptr;
+  if (!ExpectOk(group, osprey_session_lookup_function(session, name, &function),
+                "looking up a module function")) {
+    return -1;
+  }
+  osprey_value_t input = {};
+  input.type = OSPREY_VALUE_TYPE_I32;
+  input.u.i32 = argument;
+  osprey_value_t output = {};
+  size_t output_count = 0;
+  int32_t result = -1;
+  if (ExpectOk(group,
+               osprey_function_call_values(function, &input, 1, &output, 1, &output_count),
+               "calling a module function")) {
+    group.Expect(output_count == 1 && output.type == OSPREY_VALUE_TYPE_I32,
+                 "one i32 result", __FILE__, __LINE__);
+    result = output.u.i32;
+  }
+  osprey_function_release(function);
+  return result;
+}
+
+// Loads the embedded module (firmware_module.vmasm) and runs its functions
+// in the VM interpreter on the target.
+void RunModule(osprey_session_t* session, osprey::samples::bare_metal::CheckGroup& group) {
+  if (!ExpectOk(group,
+                osprey_session_load_module_memory(session, osprey_firmware_module,
+                                                  osprey_firmware_module_size, nullptr, nullptr),
+                "loading the embedded module")) {
+    return;
+  }
+  group.Expect(CallI32(session, "sum_to", 100, group) == 4950, "sum_to(100) == 4950", __FILE__,
+               __LINE__);
+  group.Expect(CallI32(session, "firmware.fib", 20, group) == 6765, "fib(20) == 6765", __FILE__,
+               __LINE__);
+  printf("  module: %u bytes, sum_to and fib ran in the VM\n",
+         static_cast<unsigned>(osprey_firmware_module_size));
+}
+#endif
+
 }  // namespace
 
 int main() {
@@ -115,6 +168,9 @@ int main() {
         ExpectError(group, osprey_session_load_module_file(session, "model.osp"),
                     "loading a module file that does not exist");
         CallMain(session, device, group);
+#if OSPREY_FIRMWARE_HAVE_MODULE
+        RunModule(session, group);
+#endif
         osprey_session_release(session);
       }
       osprey_device_release(device);
