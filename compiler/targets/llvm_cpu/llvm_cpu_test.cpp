@@ -353,6 +353,46 @@ graph @weights(%x: tensor<1x2xf32>) {
   expectNear(c.run({{0.5f, -2.0f}})[0], {0.5f - 6.0f, 1.0f - 8.0f}, 0);
 }
 
+// Libraries for the embedded targets cannot run here, but the runtime's ELF
+// loader must accept them: machine, relocations, segment permissions and the
+// query symbol.
+TEST(LlvmCpuTest, EmbeddedLibrariesPassTheLoaderChecks) {
+  auto graph = graph::parseGraph(R"(
+graph @emb(%x: tensor<2x8xf32>, %w: tensor<8x3xf32>) {
+  %y = MatMul(%x, %w) : tensor<2x3xf32>
+  %z = Tanh(%y) : tensor<2x3xf32>
+  return %z
+})",
+                                 "test");
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  auto program = structured::lowerToStructured(**graph);
+  ASSERT_TRUE(program.ok());
+  ASSERT_TRUE(structured::fuseAndTile(*program).ok());
+  auto d = dispatch::formDispatchRegions(std::move(*program));
+  ASSERT_TRUE(d.ok());
+  ASSERT_TRUE(dispatch::planMemory(*d).ok());
+  using hal::local::loaders::elf::ElfImage;
+  using hal::local::loaders::elf::ElfMachine;
+  const std::pair<const char *, ElfMachine> kTargets[] = {
+      {"armv7em", ElfMachine::kArmv7em}, {"riscv32", ElfMachine::kRiscv32}};
+  for (const auto &[name, machine] : kTargets) {
+    SCOPED_TRACE(name);
+    auto target = resolveCpuTarget(name);
+    ASSERT_TRUE(target.ok());
+    auto bytes = buildExecutableLibrary(*d, *target, {"emb"});
+    ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+    auto identified = hal::local::loaders::elf::IdentifyElfMachine(*bytes);
+    ASSERT_TRUE(identified.ok()) << statusText(identified.status());
+    EXPECT_EQ(*identified, machine);
+    hal::local::loaders::elf::ElfImageOptions options;
+    options.machine = machine;
+    options.executable = false;
+    auto image = ElfImage::Load(*bytes, options, osprey::Allocator::Default());
+    ASSERT_TRUE(image.ok()) << statusText(image.status());
+    EXPECT_NE((*image)->query_address(), 0u);
+  }
+}
+
 TEST(LlvmCpuTest, NonFloatElementTypesAreUnimplemented) {
   Compiled c;
   absl::Status s = c.compile(R"(
