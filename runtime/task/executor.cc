@@ -161,6 +161,13 @@ void Executor::DiscardSubmission(Submission* submission) {
 Status Executor::Submit(Submission* submission, Completion completion, uint64_t* out_id) {
   if (out_id) *out_id = 0;
   if (!submission) return InvalidArgumentError("null submission");
+  if (submission->executor_ != this) {
+    return InvalidArgumentError("submission belongs to another executor");
+  }
+  if (submission->id_ != 0) {
+    return FailedPreconditionError("submission %llu is already in flight",
+                                   (unsigned long long)submission->id_);
+  }
   submission->completion_ = completion;
   {
     platform::MutexLock lock(mutex_);

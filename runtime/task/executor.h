@@ -57,9 +57,11 @@ class Executor final : public RefObject {
 
   // Starts |submission| and returns at once; |completion| runs when it is
   // done (for an empty submission: before Submit returns). Ownership of
-  // |submission| passes to the executor in every case. |out_id| (optional)
-  // receives an id for Cancel(). FAILED_PRECONDITION while shutting down
-  // (the completion then runs with CANCELLED).
+  // |submission| passes to the executor, except for INVALID_ARGUMENT (a
+  // submission of another executor) and FAILED_PRECONDITION for one already
+  // in flight. |out_id| (optional) receives an id for Cancel().
+  // FAILED_PRECONDITION while shutting down (the completion then runs with
+  // CANCELLED and the submission is recycled).
   Status Submit(Submission* submission, Completion completion, uint64_t* out_id = nullptr);
 
   // Cancels an in-flight submission: tasks not yet started are skipped,

@@ -90,6 +90,22 @@ TEST(ExecutorTest, EmptySubmissionCompletesDuringSubmit) {
   EXPECT_TRUE(latch.Wait().ok());
 }
 
+TEST(ExecutorTest, RejectsForeignAndDoubleSubmissions) {
+  auto a = MakeExecutor(Allocator::Default());
+  auto b = MakeExecutor(Allocator::Default());
+  ManualWait wait;
+  Submission* submission = *a->AcquireSubmission();
+  ASSERT_TRUE(submission->AddWait(wait.source()).ok());
+  CompletionLatch latch;
+  EXPECT_EQ(b->Submit(submission, latch.completion()).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(a->Submit(submission, latch.completion()).ok());
+  EXPECT_EQ(a->Submit(submission, latch.completion()).code(), StatusCode::kFailedPrecondition);
+  while (!wait.armed()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  wait.Signal();
+  EXPECT_TRUE(latch.Wait().ok());
+  EXPECT_EQ(latch.calls(), 1);
+}
+
 TEST(ExecutorTest, ChainRunsInOrder) {
   auto executor = MakeExecutor(Allocator::Default());
   constexpr int kCount = 64;
