@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "runtime/embed/file_mapping.h"
 #include "runtime/embed/osprey.hpp"
+#include "tests/executables/test_executables.h"
 #include "vm/asm/assembler.h"
 #include "vm/builder/module_builder.h"
 
@@ -235,6 +236,90 @@ func @f(i32) -> (i32) regs(i=2) export {
   Status missing = session_.LoadModuleMemory(orphan_bytes.data(), orphan_bytes.size());
   EXPECT_EQ(missing.code(), OSPREY_STATUS_NOT_FOUND);
   EXPECT_THAT(missing.message(), HasSubstr("nobody.thing"));
+}
+
+// The hal_inline module: one call per dispatch, no command buffers in
+// bytecode. Adds two 8-element vectors with the vector_add library.
+constexpr char kInlineModule[] = R"(
+module @inline_add version 1
+import @hal_inline.buffer.allocate(i64) -> (ref)
+import @hal_inline.buffer_view.byte_length(ref) -> (i64)
+import @hal_inline.executable.create(i32) -> (ref)
+import @hal_inline.dispatch(ref, i32, i32, i32, i32, ref, ref)
+import @hal_inline.buffer_view.create(ref, i64, i64, i32, ref) -> (ref)
+rodata @shape align 8 hex "0800000000000000"
+rodata @constants align 4 hex "08000000"
+func @main(ref, ref) -> (ref) regs(i=4, l=2, r=7) export {
+  call.import @hal_inline.buffer_view.byte_length(%r0) -> (%l0)
+  call.import @hal_inline.buffer.allocate(%l0) -> (%r2)
+  const.i32 %i0, 0
+  call.import @hal_inline.executable.create(%i0) -> (%r3)
+  const.i32 %i1, 3
+  list.alloc %r4, %i1
+  list.resize %r4, %i1
+  list.set.ref %r4, %i0, %r0
+  const.i32 %i2, 1
+  list.set.ref %r4, %i2, %r1
+  const.i32 %i3, 2
+  list.set.ref %r4, %i3, %r2
+  const.ref.rodata %r5, @constants
+  call.import @hal_inline.dispatch(%r3, %i0, %i2, %i2, %i2, %r5, %r4)
+  const.i64 %l1, 0
+  const.i32 %i1, 50331680
+  const.ref.rodata %r6, @shape
+  call.import @hal_inline.buffer_view.create(%r2, %l1, %l0, %i1, %r6) -> (%r5)
+  return %r5
+}
+)";
+
+TEST_F(EmbedTest, InlineModuleDispatchesSynchronously) {
+#if defined(__x86_64__)
+  const char* arch = "x86_64";
+#elif defined(__aarch64__)
+  const char* arch = "aarch64";
+#else
+  const char* arch = nullptr;
+#endif
+  std::span<const uint8_t> elf =
+      arch ? osprey::testing::TestExecutable("vector_add", arch) : std::span<const uint8_t>();
+  if (elf.empty()) GTEST_SKIP() << "no vector_add library for this host (needs clang-19)";
+  std::string text = kInlineModule;
+  text += "executable \"elf-" + std::string(arch) + "\" @vector_add align 16 hex \"";
+  for (uint8_t byte : elf) {
+    static const char kHex[] = "0123456789abcdef";
+    text += kHex[byte >> 4];
+    text += kHex[byte & 15];
+  }
+  text += "\"\n";
+  auto bytes = vm::AssembleModule(text);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  vm::AlignedBytes module(*bytes);
+  ASSERT_TRUE(session_.LoadModuleMemory(module.data(), module.size()).ok());
+  Function main_fn;
+  ASSERT_TRUE(session_.LookupFunction("inline_add.main", &main_fn).ok());
+
+  std::vector<float> a = {1, 2, 3, 4, 5, 6, 7, 8}, b(8, 0.5f);
+  const int64_t shape[1] = {8};
+  BufferView inputs[2];
+  ASSERT_TRUE(BufferView::Create(device_, shape, OSPREY_ELEMENT_TYPE_FLOAT32, a.data(), 32,
+                                 &inputs[0]).ok());
+  ASSERT_TRUE(BufferView::Create(device_, shape, OSPREY_ELEMENT_TYPE_FLOAT32, b.data(), 32,
+                                 &inputs[1]).ok());
+  BufferView outputs[1];
+  size_t count = 0;
+  Status status = main_fn.Call(inputs, outputs, &count);
+  ASSERT_TRUE(status.ok()) << status.message();
+  ASSERT_EQ(count, 1u);
+  float result[8];
+  ASSERT_TRUE(outputs[0].Read(result, sizeof(result)).ok());
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(result[i], a[i] + 0.5f) << i;
+
+  // A null input is refused before anything runs.
+  osprey_buffer_view_t* raw[2] = {inputs[0].get(), nullptr};
+  osprey_buffer_view_t* out = nullptr;
+  Status null_input(osprey_function_call(main_fn.get(), raw, 2, &out, 1, &count));
+  EXPECT_EQ(null_input.code(), OSPREY_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(null_input.message(), HasSubstr("input 1 must be a non-null buffer view"));
 }
 
 TEST(FileMappingTest, MapsFilesAndReportsErrors) {

@@ -33,7 +33,9 @@ struct osprey_session_t final : public osprey::RefObject {
   }
   osprey::ref_ptr<osprey_instance_t> instance;
   osprey::ref_ptr<osprey_device_t> device;
-  osprey::vm::Module* modules[kMaxModules] = {};  // [0] is "hal"; each retained.
+  // Native modules registered first: "hal" and "hal_inline".
+  static constexpr size_t kFirstApplicationModule = 2;
+  osprey::vm::Module* modules[kMaxModules] = {};  // Each retained.
   size_t module_count = 0;
   osprey::ref_ptr<osprey::vm::Context> context;
 };

@@ -226,8 +226,8 @@ osprey_status_t* osprey_buffer_view_read(const osprey_buffer_view_t* view, void*
 
 typedef struct osprey_session_t osprey_session_t;
 
-/* Creates a session on |device| (retained) with the "hal" module
- * registered. */
+/* Creates a session on |device| (retained) with the "hal" and "hal_inline"
+ * modules registered. */
 osprey_status_t* osprey_session_create(osprey_instance_t* instance, osprey_device_t* device,
                                        osprey_session_t** out_session);
 void osprey_session_retain(osprey_session_t* session);

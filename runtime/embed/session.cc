@@ -100,14 +100,13 @@ void ListExports(const vm::Module* module, char* out, size_t capacity) {
 }
 
 StatusOr<vm::Function> Lookup(osprey_session_t* session, const char* name) {
-  // modules[0] is always "hal"; the application's modules follow it.
-  if (!session->context || session->module_count < 2) {
+  if (!session->context || session->module_count <= osprey_session_t::kFirstApplicationModule) {
     return osprey::FailedPreconditionError(
         "no module is loaded in the session (looking up '%s')", name);
   }
   if (strchr(name, '.')) return session->context->LookupFunction(name);
-  // Bare name: most recently loaded module first (index 0 is "hal").
-  for (size_t i = session->module_count; i-- > 1;) {
+  // Bare name: most recently loaded application module first.
+  for (size_t i = session->module_count; i-- > osprey_session_t::kFirstApplicationModule;) {
     auto function = session->context->LookupFunction(session->modules[i]->name(), name);
     if (function.ok()) return function;
   }
@@ -225,7 +224,13 @@ osprey_status_t* osprey_session_create(osprey_instance_t* instance, osprey_devic
   (*session)->device = ref_ptr<osprey_device_t>(device);
   auto module = hal_module::CreateModule(device->device, instance->host_allocator);
   if (!module.ok()) return ToCStatus(std::move(module).status().Annotate("creating hal module"));
-  Status status = AddModule(session->get(), std::move(*module));
+  auto inline_module = hal_module::CreateInlineModule(device->device, instance->host_allocator);
+  if (!inline_module.ok()) {
+    return ToCStatus(std::move(inline_module).status().Annotate("creating hal_inline module"));
+  }
+  // Linked once, with both native modules in place.
+  (*session)->modules[(*session)->module_count++] = module->release();
+  Status status = AddModule(session->get(), std::move(*inline_module));
   if (!status.ok()) return ToCStatus(std::move(status).Annotate("creating session"));
   *out_session = session->release();
   return nullptr;

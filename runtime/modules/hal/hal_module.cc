@@ -141,8 +141,9 @@ class HalModuleState final : public vm::ModuleState {
 
 class HalModule final : public vm::NativeModule {
  public:
-  HalModule(ref_ptr<ohal::Device> device, std::span<const vm::NativeFunction> functions)
-      : vm::NativeModule("hal", functions), device_(std::move(device)) {}
+  HalModule(const char* name, ref_ptr<ohal::Device> device,
+            std::span<const vm::NativeFunction> functions)
+      : vm::NativeModule(name, functions), device_(std::move(device)) {}
 
   StatusOr<vm::ModuleState*> CreateState(Allocator* allocator) override {
     OSPREY_ASSIGN_OR_RETURN(HalModuleState * state,
@@ -536,34 +537,36 @@ Status CommandBufferCopy(vm::NativeCall& call) {
       ohal::BufferRef{target, ohal::DeviceSize(call.i64(4)), length});
 }
 
-// (command_buffer, executable, ordinal, x, y, z, constants, bindings).
+// Records a dispatch whose arguments start at index |k| of |call|:
+// (executable, ordinal, x, y, z, constants, bindings).
 // |constants|: vm.buffer of u32 or vm.list of integers (null: none).
 // |bindings|: vm.list of hal.buffer or hal.buffer_view refs.
-Status CommandBufferDispatch(vm::NativeCall& call) {
-  ohal::CommandBuffer* command_buffer = nullptr;
-  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kCommandBufferType, &command_buffer));
+Status RecordDispatch(vm::NativeCall& call, size_t k, ohal::CommandBuffer* command_buffer) {
   ohal::Executable* executable = nullptr;
-  OSPREY_RETURN_IF_ERROR(call.GetRef(1, &kExecutableType, &executable));
-  if (call.i32(2) < 0) return InvalidArgumentError("argument 2 (ordinal) is negative");
-  for (size_t k = 3; k <= 5; ++k) {
-    if (call.i32(k) < 0) {
-      return InvalidArgumentError("argument %zu (workgroup count) is negative: %d", k,
-                                  call.i32(k));
+  OSPREY_RETURN_IF_ERROR(call.GetRef(k, &kExecutableType, &executable));
+  if (call.i32(k + 1) < 0) {
+    return InvalidArgumentError("argument %zu (ordinal) is negative", k + 1);
+  }
+  for (size_t i = k + 2; i <= k + 4; ++i) {
+    if (call.i32(i) < 0) {
+      return InvalidArgumentError("argument %zu (workgroup count) is negative: %d", i,
+                                  call.i32(i));
     }
   }
   uint32_t constants[kMaxDispatchConstants];
   size_t constant_count = 0;
-  OSPREY_RETURN_IF_ERROR(GetIntegers(call, 6, 4, constants, kMaxDispatchConstants,
+  OSPREY_RETURN_IF_ERROR(GetIntegers(call, k + 5, 4, constants, kMaxDispatchConstants,
                                      &constant_count, "constants"));
   ohal::BufferRef bindings[kMaxDispatchBindings];
   size_t binding_count = 0;
-  const vm::Ref& bindings_ref = call.ref(7);
+  const vm::Ref& bindings_ref = call.ref(k + 6);
   if (!bindings_ref.is_null()) {
     vm::List* list = nullptr;
-    OSPREY_RETURN_IF_ERROR(call.GetRef(7, vm::List::type(), &list));
+    OSPREY_RETURN_IF_ERROR(call.GetRef(k + 6, vm::List::type(), &list));
     if (list->size() > kMaxDispatchBindings) {
-      return InvalidArgumentError("argument 7 (bindings): %zu bindings exceed the maximum of %zu",
-                                  list->size(), kMaxDispatchBindings);
+      return InvalidArgumentError("argument %zu (bindings): %zu bindings exceed the maximum of "
+                                  "%zu",
+                                  k + 6, list->size(), kMaxDispatchBindings);
     }
     for (size_t i = 0; i < list->size(); ++i) {
       const vm::Value* value = nullptr;
@@ -589,10 +592,18 @@ Status CommandBufferDispatch(vm::NativeCall& call) {
     binding_count = list->size();
   }
   return command_buffer->Dispatch(
-      executable, uint32_t(call.i32(2)),
-      ohal::WorkgroupCount{uint32_t(call.i32(3)), uint32_t(call.i32(4)), uint32_t(call.i32(5))},
+      executable, uint32_t(call.i32(k + 1)),
+      ohal::WorkgroupCount{uint32_t(call.i32(k + 2)), uint32_t(call.i32(k + 3)),
+                           uint32_t(call.i32(k + 4))},
       std::span<const uint32_t>(constants, constant_count),
       std::span<const ohal::BufferRef>(bindings, binding_count));
+}
+
+// (command_buffer, executable, ordinal, x, y, z, constants, bindings).
+Status CommandBufferDispatch(vm::NativeCall& call) {
+  ohal::CommandBuffer* command_buffer = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kCommandBufferType, &command_buffer));
+  return RecordDispatch(call, 1, command_buffer);
 }
 
 //===----------------------------------------------------------------------===//
@@ -703,7 +714,52 @@ Status DeviceQueueExecuteSync(vm::NativeCall& call) {
 }
 
 //===----------------------------------------------------------------------===//
-// Function table
+// hal_inline
+//===----------------------------------------------------------------------===//
+
+// (length) -> buffer: host-local, device-visible, default usage.
+Status InlineBufferAllocate(vm::NativeCall& call) {
+  OSPREY_RETURN_IF_ERROR(CheckNonNegative(call.i64(0), 0, "length"));
+  ohal::BufferParams params;
+  params.type = ohal::MemoryType::kHostLocal | ohal::MemoryType::kDeviceVisible;
+  params.usage = ohal::BufferUsage::kDefault;
+  params.access = ohal::MemoryAccess::kAll;
+  OSPREY_ASSIGN_OR_RETURN(
+      auto buffer,
+      State(call)->device()->allocator()->AllocateBuffer(params, ohal::DeviceSize(call.i64(0))),
+      "allocating %lld bytes", (long long)call.i64(0));
+  call.set_ref(0, vm::Ref::FromRefPtr(std::move(buffer), &kBufferType));
+  return OkStatus();
+}
+
+// (index) -> executable of the calling module, cached per context.
+Status InlineExecutableCreate(vm::NativeCall& call) {
+  if (!call.caller()) {
+    return FailedPreconditionError(
+        "hal_inline.executable.create reads the calling module's executable table and must be "
+        "called from bytecode");
+  }
+  if (call.i32(0) < 0) return InvalidArgumentError("argument 0 (index) is negative");
+  OSPREY_ASSIGN_OR_RETURN(ohal::Executable * executable,
+                          State(call)->GetExecutable(call.caller(), uint32_t(call.i32(0))));
+  call.set_ref(0, vm::Ref(executable, &kExecutableType));
+  return OkStatus();
+}
+
+// (executable, ordinal, x, y, z, constants, bindings): runs the dispatch
+// to completion. Arguments as for hal.command_buffer.dispatch.
+Status InlineDispatch(vm::NativeCall& call) {
+  ohal::Device* device = State(call)->device();
+  OSPREY_ASSIGN_OR_RETURN(auto command_buffer,
+                          device->CreateCommandBuffer(ohal::CommandBufferMode::kOneShot));
+  OSPREY_RETURN_IF_ERROR(command_buffer->Begin());
+  OSPREY_RETURN_IF_ERROR(RecordDispatch(call, 0, command_buffer.get()));
+  OSPREY_RETURN_IF_ERROR(command_buffer->End());
+  return State(call)->ExecuteSync(command_buffer.get());
+}
+
+//===----------------------------------------------------------------------===//
+// Function tables
 //===----------------------------------------------------------------------===//
 
 constexpr vm::NativeFunction kFunctions[] = {
@@ -738,16 +794,44 @@ constexpr vm::NativeFunction kFunctions[] = {
     {"semaphore.wait", "rI:", SemaphoreWait},
 };
 
+constexpr vm::NativeFunction kInlineFunctions[] = {
+    {"buffer.allocate", "I:r", InlineBufferAllocate},
+    {"buffer.length", "r:I", BufferLength},
+    {"buffer.subspan", "rII:r", BufferSubspan},
+    {"buffer_view.create", "rIIir:r", BufferViewCreate},
+    {"buffer_view.buffer", "r:r", BufferViewBuffer},
+    {"buffer_view.element_type", "r:i", BufferViewElementType},
+    {"buffer_view.rank", "r:i", BufferViewRank},
+    {"buffer_view.dim", "ri:I", BufferViewDim},
+    {"buffer_view.byte_length", "r:I", BufferViewByteLength},
+    {"buffer_view.assert", "rrir:", BufferViewAssert},
+    {"executable.create", "i:r", InlineExecutableCreate},
+    {"executable.lookup_export", "rr:i", ExecutableLookupExport},
+    {"dispatch", "riiiirr:", InlineDispatch},
+};
+
+StatusOr<ref_ptr<vm::Module>> Create(const char* name, ref_ptr<ohal::Device> device,
+                                     std::span<const vm::NativeFunction> functions,
+                                     Allocator* allocator) {
+  if (!device) return InvalidArgumentError("the %s module needs a device", name);
+  OSPREY_ASSIGN_OR_RETURN(auto module,
+                          MakeRef<HalModule>(allocator, name, std::move(device), functions));
+  OSPREY_RETURN_IF_ERROR(module->Validate());
+  return ref_ptr<vm::Module>(std::move(module));
+}
+
 }  // namespace
 
 std::span<const vm::NativeFunction> ModuleFunctions() { return kFunctions; }
+std::span<const vm::NativeFunction> InlineModuleFunctions() { return kInlineFunctions; }
 
 StatusOr<ref_ptr<vm::Module>> CreateModule(ref_ptr<ohal::Device> device, Allocator* allocator) {
-  if (!device) return InvalidArgumentError("the hal module needs a device");
-  OSPREY_ASSIGN_OR_RETURN(auto module,
-                          MakeRef<HalModule>(allocator, std::move(device), ModuleFunctions()));
-  OSPREY_RETURN_IF_ERROR(module->Validate());
-  return ref_ptr<vm::Module>(std::move(module));
+  return Create("hal", std::move(device), kFunctions, allocator);
+}
+
+StatusOr<ref_ptr<vm::Module>> CreateInlineModule(ref_ptr<ohal::Device> device,
+                                                 Allocator* allocator) {
+  return Create("hal_inline", std::move(device), kInlineFunctions, allocator);
 }
 
 }  // namespace osprey::modules::hal

@@ -1,5 +1,6 @@
 // The "hal" native VM module: HAL devices, allocators, buffers, buffer
-// views, command buffers, executables and semaphores exposed to bytecode.
+// views, command buffers, executables and semaphores exposed to bytecode;
+// and "hal_inline", a smaller synchronous subset.
 //
 // Bytecode imports functions as "hal.<name>" (e.g. "hal.allocator.allocate");
 // README.md lists every function with its signature and errors. Each
@@ -58,6 +59,16 @@ StatusOr<ref_ptr<vm::Module>> CreateModule(ref_ptr<::osprey::hal::Device> device
 
 // The function table (for tools that list module functions).
 std::span<const vm::NativeFunction> ModuleFunctions();
+
+// Creates the "hal_inline" module: the small subset for programs that run
+// each dispatch to completion before the next, with no command buffers or
+// semaphores in bytecode. buffer.allocate takes only a length (host-local,
+// device-visible, default usage); dispatch records, submits and waits in
+// one call; buffer views, executables and queries are as in "hal". Each
+// context keeps its own state, like "hal".
+StatusOr<ref_ptr<vm::Module>> CreateInlineModule(ref_ptr<::osprey::hal::Device> device,
+                                                 Allocator* allocator);
+std::span<const vm::NativeFunction> InlineModuleFunctions();
 
 }  // namespace osprey::modules::hal
 

@@ -258,6 +258,40 @@ TEST_F(HalModuleTest, ExecutablesNeedABytecodeCaller) {
   EXPECT_THAT(status.message(), HasSubstr("must be called from bytecode"));
 }
 
+TEST_F(HalModuleTest, InlineModuleAllocatesAndChecksDispatchArguments) {
+  auto module = CreateInlineModule(device_, allocator_);
+  ASSERT_TRUE(module.ok()) << module.status().message();
+  vm::Module* modules[] = {module->get()};
+  auto context = vm::Context::Create(instance_.get(), modules, {}, allocator_);
+  ASSERT_TRUE(context.ok()) << context.status().message();
+  auto call = [&](const char* name, std::vector<vm::Value> args,
+                  std::vector<vm::Value>* results) -> Status {
+    OSPREY_ASSIGN_OR_RETURN(vm::Function function,
+                            (*context)->LookupFunction("hal_inline", name));
+    results->assign(function.signature().result_count, vm::Value());
+    return (*context)->Invoke(function, args, *results);
+  };
+  std::vector<vm::Value> results;
+  ASSERT_TRUE(call("buffer.allocate", {vm::Value::I64(32)}, &results).ok());
+  auto* buffer = results[0].ref.As<ohal::Buffer>(&kBufferType);
+  ASSERT_NE(buffer, nullptr);
+  EXPECT_EQ(buffer->byte_length(), 32u);
+  EXPECT_TRUE(ohal::AllBitsSet(buffer->memory_type(), ohal::MemoryType::kHostVisible));
+
+  Status negative = call("buffer.allocate", {vm::Value::I64(-1)}, &results);
+  EXPECT_THAT(negative.message(), HasSubstr("argument 0 (length) is negative"));
+  Status no_executable =
+      call("dispatch",
+           {vm::Value::FromRef(vm::Ref()), vm::Value::I32(0), vm::Value::I32(1), vm::Value::I32(1),
+            vm::Value::I32(1), vm::Value::FromRef(vm::Ref()), vm::Value::FromRef(vm::Ref())},
+           &results);
+  EXPECT_EQ(no_executable.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(no_executable.message(), HasSubstr("argument 0: expected a 'hal.executable' ref"));
+  Status no_caller = call("executable.create", {vm::Value::I32(0)}, &results);
+  EXPECT_EQ(no_caller.code(), StatusCode::kFailedPrecondition);
+  EXPECT_LT(InlineModuleFunctions().size(), ModuleFunctions().size());
+}
+
 TEST(HalModuleCreateTest, NeedsADevice) {
   auto module = CreateModule(nullptr, Allocator::Default());
   EXPECT_EQ(module.status().code(), StatusCode::kInvalidArgument);
