@@ -194,11 +194,20 @@ struct TileCounter {
   std::atomic<uint64_t> worker_mask{0};
   std::atomic<int> batches{0};
   int sleep_us = 0;
+  // Each batch holds its worker until a second worker has run a batch (or
+  // 10 s passed), so the check does not depend on how busy the machine is.
+  bool wait_for_second_worker = false;
   explicit TileCounter(size_t n) : hits(n) {}
   static Status Fn(void* user_data, uint32_t begin, uint32_t end, const TaskContext& context) {
     auto* self = static_cast<TileCounter*>(user_data);
     self->batches.fetch_add(1);
     self->worker_mask.fetch_or(uint64_t(1) << context.worker_id);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (self->wait_for_second_worker &&
+           __builtin_popcountll(self->worker_mask.load()) < 2 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
     for (uint32_t i = begin; i < end; ++i) {
       self->hits[i].fetch_add(1);
       if (self->sleep_us) std::this_thread::sleep_for(std::chrono::microseconds(self->sleep_us));
@@ -236,7 +245,7 @@ TEST(ExecutorTest, DispatchRunsEveryTileExactlyOnce) {
 TEST(ExecutorTest, DispatchKeepsTwoWorkersBusy) {
   auto executor = MakeExecutor(Allocator::Default(), 2);
   TileCounter counter(400);
-  counter.sleep_us = 100;
+  counter.wait_for_second_worker = true;
   Submission* submission = *executor->AcquireSubmission();
   DispatchParams params;
   params.fn = &TileCounter::Fn;
