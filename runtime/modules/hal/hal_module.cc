@@ -442,30 +442,30 @@ void FormatExpected(const int64_t* shape, size_t rank, ohal::ElementType type, c
 // expected and actual shape unless the view matches. Dimensions of -1 in
 // |shape| match any size.
 Status BufferViewAssert(vm::NativeCall& call) {
-  char name[64];
-  OSPREY_RETURN_IF_ERROR(GetText(call, 1, name, sizeof(name)));
   int64_t shape[ohal::kMaxRank];
   size_t rank = 0;
   OSPREY_RETURN_IF_ERROR(GetIntegers(call, 3, 8, shape, ohal::kMaxRank, &rank, "shape"));
   const ohal::ElementType type = ohal::ElementType(uint32_t(call.i32(2)));
-  char expected[96];
-  FormatExpected(shape, rank, type, expected, sizeof(expected));
   const vm::Ref& ref = call.ref(0);
   ohal::BufferView* view = ref.As<ohal::BufferView>(&kBufferViewType);
+  bool match = view && view->element_type() == type && view->rank() == rank;
+  for (size_t i = 0; match && i < rank; ++i) {
+    match = shape[i] < 0 || shape[i] == view->dim(i);
+  }
+  if (OSPREY_LIKELY(match)) return OkStatus();
+
+  // Only the failure path reads the name and formats shapes.
+  char name[64];
+  OSPREY_RETURN_IF_ERROR(GetText(call, 1, name, sizeof(name)));
+  char expected[96];
+  FormatExpected(shape, rank, type, expected, sizeof(expected));
   if (!view) {
     return InvalidArgumentError("%s: expected a %s tensor, got %s", name, expected,
                                 ref.is_null() ? "null" : ref.type() ? ref.type()->name : "?");
   }
-  bool match = view->element_type() == type && view->rank() == rank;
-  for (size_t i = 0; match && i < rank; ++i) {
-    match = shape[i] < 0 || shape[i] == view->dim(i);
-  }
-  if (!match) {
-    char actual[96];
-    view->FormatShape(actual, sizeof(actual));
-    return InvalidArgumentError("%s has shape %s, expected %s", name, actual, expected);
-  }
-  return OkStatus();
+  char actual[96];
+  view->FormatShape(actual, sizeof(actual));
+  return InvalidArgumentError("%s has shape %s, expected %s", name, actual, expected);
 }
 
 //===----------------------------------------------------------------------===//
