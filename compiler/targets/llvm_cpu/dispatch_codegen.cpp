@@ -1,6 +1,8 @@
 // Dispatch region → LLVM function with the fixed dispatch ABI.
 #include "compiler/targets/llvm_cpu/dispatch_codegen.h"
 
+#include <algorithm>
+#include <functional>
 #include <map>
 
 #include "compiler/graph/status.h"
@@ -115,22 +117,31 @@ public:
     std::vector<llvm::Value *> ivs(n, nullptr);
     absl::Status status = absl::OkStatus();
     if (root.hasReduction() && !r_.tiledLoops.empty()) {
-      // Reductions keep a row of accumulators along the innermost tiled
-      // (output-contiguous) loop, which runs inside the reduction loops:
-      // the innermost loop then reads contiguous operands and vectorizes.
-      unsigned inner = r_.tiledLoops[0];
-      accRow_ = b_.CreateAlloca(
-          llvm::ArrayType::get(b_.getFloatTy(), r_.tileSizes[inner]), nullptr,
-          "acc_row");
+      // Reductions keep a block of accumulators over the innermost tiled
+      // (output-contiguous) loop and, for microkernel roots, the next tiled
+      // loop; the block loops run inside the reduction loops, so the
+      // innermost loop reads contiguous operands and vectorizes, and with
+      // constant extents the block lives in vector registers.
+      std::vector<unsigned> block = {r_.tiledLoops[0]};
+      if (r_.microkernel && r_.tiledLoops.size() > 1) {
+        block.insert(block.begin(), r_.tiledLoops[1]);
+      }
+      int64_t blockSize = 1;
+      for (unsigned d : block) {
+        blockSize *= r_.tileSizes[d];
+      }
+      accBlock_ = b_.CreateAlloca(
+          llvm::ArrayType::get(b_.getFloatTy(), blockSize), nullptr,
+          "acc_block");
       std::vector<unsigned> outer;
       for (unsigned d : parallel) {
-        if (d != inner) {
+        if (std::find(block.begin(), block.end(), d) == block.end()) {
           outer.push_back(d);
         }
       }
       nest(outer, 0, lo, hi, ivs, [&] {
         if (status.ok()) {
-          status = emitReductionRow(inner, lo, hi, ivs, reduction);
+          status = emitReductionBlock(block, lo, hi, ivs, reduction);
         }
       });
     } else {
@@ -247,46 +258,66 @@ private:
     });
   }
 
-  // One row of a reduction root along loop |inner|: accumulators start at
-  // init, the reduction loops run with the row innermost, then each element
-  // goes through the fused ops and is stored.
-  absl::Status emitReductionRow(unsigned inner,
-                                const std::vector<llvm::Value *> &lo,
-                                const std::vector<llvm::Value *> &hi,
-                                std::vector<llvm::Value *> &ivs,
-                                llvm::ArrayRef<unsigned> reduction) {
+  // One block of a reduction root over loops |block| (outermost first):
+  // accumulators start at init, the reduction loops run with the block
+  // innermost, then each element goes through the fused ops and is stored.
+  absl::Status emitReductionBlock(llvm::ArrayRef<unsigned> block,
+                                  const std::vector<llvm::Value *> &lo,
+                                  const std::vector<llvm::Value *> &hi,
+                                  std::vector<llvm::Value *> &ivs,
+                                  llvm::ArrayRef<unsigned> reduction) {
     const StructuredOp &root = op(0);
-    llvm::Value *count = b_.CreateSub(hi[inner], lo[inner]);
-    llvm::Type *rowTy = accRow_->getAllocatedType();
-    auto slot = [&](llvm::Value *i) {
-      return b_.CreateInBoundsGEP(rowTy, accRow_, {idx(0), i});
+    // Extent of each block loop: the tile when tiles divide the loop (a
+    // constant LLVM can unroll), else what is left of it.
+    std::vector<llvm::Value *> extent;
+    for (unsigned d : block) {
+      int64_t tile = r_.tileSizes[d];
+      extent.push_back(root.bounds[d] % tile == 0
+                           ? idx(tile)
+                           : b_.CreateSub(hi[d], lo[d]));
+    }
+    llvm::Type *blockTy = accBlock_->getAllocatedType();
+    // Visits the block; |body| gets the accumulator slot with ivs set.
+    auto forBlock = [&](llvm::function_ref<void(llvm::Value *)> body) {
+      std::function<void(size_t, llvm::Value *)> rec =
+          [&](size_t k, llvm::Value *linear) {
+            if (k == block.size()) {
+              body(b_.CreateInBoundsGEP(blockTy, accBlock_, {idx(0), linear}));
+              return;
+            }
+            unsigned d = block[k];
+            loop(idx(0), extent[k], "b" + llvm::Twine(d), [&](llvm::Value *i) {
+              ivs[d] = b_.CreateAdd(lo[d], i, "", false, true);
+              rec(k + 1, b_.CreateAdd(
+                             b_.CreateMul(linear, idx(r_.tileSizes[d]), "",
+                                          false, true),
+                             i, "", false, true));
+            });
+          };
+      rec(0, idx(0));
     };
-    loop(idx(0), count, "i", [&](llvm::Value *i) {
-      b_.CreateStore(f32(*root.init), slot(i));
+    forBlock([&](llvm::Value *slot) {
+      b_.CreateStore(f32(*root.init), slot);
     });
     absl::Status status = absl::OkStatus();
     nest(reduction, 0, lo, hi, ivs, [&] {
-      loop(idx(0), count, "i", [&](llvm::Value *i) {
+      forBlock([&](llvm::Value *slot) {
         if (!status.ok()) {
           return;
         }
-        ivs[inner] = b_.CreateAdd(lo[inner], i, "", false, true);
-        llvm::Value *p = slot(i);
-        auto v = evalBody(root, ivs, b_.CreateLoad(b_.getFloatTy(), p));
+        auto v = evalBody(root, ivs, b_.CreateLoad(b_.getFloatTy(), slot));
         if (!v.ok()) {
           status = v.status();
           return;
         }
-        b_.CreateStore(*v, p);
+        b_.CreateStore(*v, slot);
       });
     });
     COMPILER_RETURN_IF_ERROR(status);
-    loop(idx(0), count, "i", [&](llvm::Value *i) {
-      if (!status.ok()) {
-        return;
+    forBlock([&](llvm::Value *slot) {
+      if (status.ok()) {
+        status = finishElement(b_.CreateLoad(b_.getFloatTy(), slot), ivs);
       }
-      ivs[inner] = b_.CreateAdd(lo[inner], i, "", false, true);
-      status = finishElement(b_.CreateLoad(b_.getFloatTy(), slot(i)), ivs);
     });
     return status;
   }
@@ -506,7 +537,7 @@ private:
   llvm::Type *idxTy_;
   llvm::Function *fn_ = nullptr;
   llvm::Value *acc_ = nullptr;
-  llvm::AllocaInst *accRow_ = nullptr;
+  llvm::AllocaInst *accBlock_ = nullptr;
   std::map<unsigned, llvm::Value *> bindings_;
   std::map<unsigned, llvm::Value *> internal_;
 };

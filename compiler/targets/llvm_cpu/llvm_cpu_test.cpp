@@ -217,6 +217,35 @@ graph @fc(%x: tensor<5x24xf32>, %w: tensor<24x19xf32>, %b: tensor<19xf32>) {
   expectNear(c.run({x, w, b})[0], want, 1e-5f);
 }
 
+// Tiles that divide the loops take the register-blocked path with constant
+// block extents; several workgroups in x and y.
+TEST(LlvmCpuTest, FullTileMatmulMatchesReference) {
+  Compiled c;
+  absl::Status s = c.compile(R"(
+graph @mm(%a: tensor<32x40xf32>, %b: tensor<40x48xf32>) {
+  %y = MatMul(%a, %b) : tensor<32x48xf32>
+  return %y
+})");
+  ASSERT_TRUE(s.ok()) << s.message();
+  const auto &region = c.program().regions[0];
+  ASSERT_TRUE(region.microkernel);
+  ASSERT_EQ(region.workgroupCount[0], 3);
+  ASSERT_EQ(region.workgroupCount[1], 4);
+  auto a = randomData(32 * 40, -1, 1, 10);
+  auto b = randomData(40 * 48, -1, 1, 11);
+  std::vector<float> want(32 * 48);
+  for (int i = 0; i < 32; ++i) {
+    for (int j = 0; j < 48; ++j) {
+      double acc = 0;
+      for (int k = 0; k < 40; ++k) {
+        acc += double(a[i * 40 + k]) * b[k * 48 + j];
+      }
+      want[i * 48 + j] = float(acc);
+    }
+  }
+  expectNear(c.run({a, b})[0], want, 1e-5f);
+}
+
 TEST(LlvmCpuTest, StridedPaddedConvOverSeveralWorkgroups) {
   Compiled c;
   absl::Status s = c.compile(R"(
