@@ -86,10 +86,18 @@ void chooseTiles(const StructuredOp &root, FusionGroup &group) {
                      root.classify() == OpClass::Convolution;
   for (size_t i = 0; i < order.size(); ++i) {
     int64_t want = i == 0 ? (contraction ? 16 : 64) : (i == 1 && contraction ? 8 : 1);
+    int64_t bound = root.bounds[order[i]];
+    // Prefer a tile that divides the loop (down to a quarter of the wanted
+    // size): full tiles have constant extents, which code generators unroll.
+    for (int64_t t = want; t >= std::max<int64_t>(1, want / 4); t /= 2) {
+      if (bound % t == 0) {
+        want = t;
+        break;
+      }
+    }
     // Empty loops still get a tile of 1 (and one workgroup that does
     // nothing), so tile counts never divide by zero.
-    group.tileSizes[order[i]] =
-        std::max<int64_t>(1, std::min<int64_t>(root.bounds[order[i]], want));
+    group.tileSizes[order[i]] = std::max<int64_t>(1, std::min(bound, want));
   }
   group.tiledLoops = order;
   group.workgroups.assign(3, 1);
