@@ -143,10 +143,17 @@ TEST(CpuTaskStressTest, DestroyDeviceWithPipelinesInFlight) {
       Rig setup;
       setup.Init(&allocator);
       constexpr uint32_t kElements = 64 * 64;
-      auto x = setup.Allocate(kElements * 4);
-      auto y = setup.Allocate(kElements * 4);
+      // Each pipeline has its own buffers: pipelines are not ordered with
+      // each other.
+      std::vector<ref_ptr<hal::Buffer>> xs, ys;
+      for (int t = 0; t < 3; ++t) {
+        xs.push_back(setup.Allocate(kElements * 4));
+        ys.push_back(setup.Allocate(kElements * 4));
+      }
       gate = std::move(setup.device->CreateSemaphore(0)).value();
-      for (int t = 0; t < 3; ++t) timelines.push_back(std::move(setup.device->CreateSemaphore(0)).value());
+      for (int t = 0; t < 3; ++t) {
+        timelines.push_back(std::move(setup.device->CreateSemaphore(0)).value());
+      }
       std::vector<std::thread> threads;
       for (int t = 0; t < 3; ++t) {
         threads.emplace_back([&, t] {
@@ -157,7 +164,8 @@ TEST(CpuTaskStressTest, DestroyDeviceWithPipelinesInFlight) {
             memcpy(&constants[0], &a, 4);
             memcpy(&constants[1], &b, 4);
             constants[2] = kElements;
-            hal::BufferRef bindings[] = {{x.get(), 0, kElements * 4}, {y.get(), 0, kElements * 4}};
+            hal::BufferRef bindings[] = {{xs[t].get(), 0, kElements * 4},
+                                         {ys[t].get(), 0, kElements * 4}};
             ASSERT_TRUE((*cb)->Begin().ok());
             ASSERT_TRUE((*cb)->Dispatch(setup.executable.get(), setup.axpb, {kElements / 64, 1, 1},
                                         constants, bindings)
