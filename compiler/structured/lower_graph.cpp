@@ -386,6 +386,12 @@ private:
       program_.ops.push_back(std::move(s));
       return absl::OkStatus();
     }
+    if (k == "Concat") {
+      return lowerConcat(op);
+    }
+    if (k == "Split") {
+      return lowerSplit(op);
+    }
     if (k == "Slice" || k == "Pad") {
       return lowerSliceOrPad(op);
     }
@@ -554,6 +560,67 @@ private:
     s.output = {out, AffineMap::identity(n)};
     s.body = std::move(nb);
     program_.ops.push_back(std::move(s));
+    return absl::OkStatus();
+  }
+
+  // Concat: each input is read shifted to its place along the axis with
+  // padding 0, and the body sums the reads; exactly one is in bounds at any
+  // output index, so the sum is that input's value.
+  absl::Status lowerConcat(const Op &op) {
+    const TensorType &t = op.result()->type();
+    unsigned n = t.rank();
+    int64_t axis = op.getInt("axis", 0);
+    axis = axis < 0 ? axis + n : axis;
+    StructuredOp s;
+    s.nodeName = op.nodeName();
+    s.bounds = t.dims().vec();
+    s.iterators.assign(n, IteratorType::Parallel);
+    int64_t offset = 0;
+    unsigned sum = 0;
+    for (unsigned i = 0; i < op.numOperands(); ++i) {
+      const Value *in = op.operand(i);
+      COMPILER_ASSIGN_OR_RETURN(unsigned it, tensorFor(in));
+      AffineMap m = AffineMap::identity(n);
+      m.results[axis].constant = -offset;
+      s.inputs.push_back({it, m, 0.0});
+      unsigned v = s.body.input(i);
+      sum = i == 0 ? v : s.body.binary(SK::Add, sum, v);
+      offset += in->type().dim(axis);
+    }
+    s.body.yield(sum);
+    COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
+    s.output = {out, AffineMap::identity(n)};
+    program_.ops.push_back(std::move(s));
+    return absl::OkStatus();
+  }
+
+  // Split: one copy per result reading its range of the input.
+  absl::Status lowerSplit(const Op &op) {
+    const TensorType &in = op.operand(0)->type();
+    unsigned n = in.rank();
+    int64_t axis = op.getInt("axis", 0);
+    axis = axis < 0 ? axis + n : axis;
+    COMPILER_ASSIGN_OR_RETURN(unsigned it, tensorFor(op.operand(0)));
+    int64_t offset = 0;
+    for (const Value *result : op.results()) {
+      const TensorType &t = result->type();
+      StructuredOp s;
+      s.nodeName = op.nodeName();
+      s.bounds = t.dims().vec();
+      s.iterators.assign(n, IteratorType::Parallel);
+      AffineMap m = AffineMap::identity(n);
+      m.results[axis].constant = offset;
+      s.inputs.push_back({it, m});
+      s.body.yield(s.body.input(0));
+      COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(result));
+      s.output = {out, AffineMap::identity(n)};
+      program_.ops.push_back(std::move(s));
+      offset += t.dim(axis);
+    }
+    if (offset != in.dim(axis)) {
+      return op.emitError("split sizes add up to " + std::to_string(offset) +
+                          ", expected " + std::to_string(in.dim(axis)));
+    }
     return absl::OkStatus();
   }
 

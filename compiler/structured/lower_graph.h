@@ -10,12 +10,13 @@ namespace osprey::compiler::structured {
 
 // Lowers every op of |graph| (static shapes required) to structured ops:
 // elementwise and broadcast ops to all-parallel ops, Transpose/Slice/Pad to
-// copies with affine reads, reductions, MatMul/Gemm to contractions, Conv and
+// copies with affine reads, Concat to padded shifted reads summed, Split to
+// one shifted copy per result, reductions, MatMul/Gemm to contractions, Conv and
 // pools to windowed reductions with padded reads; Softmax, LayerNormalization
 // and ReduceMean decompose into several ops; reshapes become views. Bias,
 // alpha/beta and averaging become separate elementwise ops that fusion puts
 // back as epilogues. Returns UNIMPLEMENTED naming the node for ops that have
-// no lowering yet (Gather, Concat, Split, Resize, ConvTranspose, Shape) and
+// no lowering yet (Gather, Resize, ConvTranspose, Shape) and
 // INVALID_ARGUMENT for dynamic shapes.
 absl::StatusOr<StructuredProgram> lowerToStructured(const graph::Graph &graph);
 

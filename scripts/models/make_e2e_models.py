@@ -121,6 +121,15 @@ def evaluate(model, inputs):
             y = np.transpose(ins[0], a.get("perm"))
         elif op == "Erf":
             y = np.vectorize(math.erf)(ins[0])
+        elif op == "Concat":
+            y = np.concatenate(ins, axis=a["axis"])
+        elif op == "Split":
+            sizes = ins[1] if len(ins) > 1 else None
+            points = np.cumsum(sizes.astype(np.int64))[:-1]
+            for name, part in zip(node.output,
+                                  np.split(ins[0], points, axis=a.get("axis", 0))):
+                env[name] = part
+            continue
         elif op == "Softmax":
             axis = a.get("axis", -1)
             e = np.exp(ins[0] - ins[0].max(axis=axis, keepdims=True))
@@ -270,8 +279,24 @@ def attention_block(rng):
         {"x": f32(rng, (1, 6, d), 1.0)}
 
 
+def split_concat(rng):
+    inits = {"sizes": np.array([1, 3], dtype=np.int64),
+             "w": f32(rng, (6, 8, 3, 3), 0.3)}
+    n = helper.make_node
+    nodes = [
+        n("Split", ["x", "sizes"], ["a", "b"], name="split", axis=1),
+        n("Relu", ["a"], ["ra"], name="relu"),
+        n("Sigmoid", ["b"], ["sb"], name="sigmoid"),
+        n("Concat", ["sb", "x", "ra"], ["c"], name="concat", axis=1),
+        n("Conv", ["c", "w"], ["y"], name="conv", pads=[1, 1, 1, 1]),
+    ]
+    return make("split_concat", nodes, [tensor("x", [1, 4, 5, 5])],
+                [tensor("y", [1, 6, 5, 5])], inits), \
+        {"x": f32(rng, (1, 4, 5, 5), 1.0)}
+
+
 MODELS = [mlp, conv_net, elementwise, matmul_residual, depthwise_pools,
-          attention_block]
+          attention_block, split_concat]
 
 
 def main():
