@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <span>
 
 #include "hal/local/executable_loader.h"
 #include "hal/local/local_executable.h"
