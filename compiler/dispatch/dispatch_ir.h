@@ -16,7 +16,8 @@ namespace osprey::compiler::dispatch {
 // Where a tensor's bytes live at run time.
 enum class BufferKind : uint8_t {
   Input,     // caller-provided graph input
-  Output,    // graph output, allocated by the host code and returned
+  Output,    // graph output (or the value a reshaped graph output views),
+             // allocated by the host code and returned
   Constant,  // read-only data embedded in the module (zero-copy)
   Transient, // intermediate value placed in the arena by memory planning
   View,      // alias of another buffer (reshape); no storage of its own
@@ -77,7 +78,7 @@ struct DispatchProgram {
 // every tensor's storage and records one dispatch command per region.
 // Returns INVALID_ARGUMENT naming the node when a group reads a value of its
 // own group other than element by element, and UNIMPLEMENTED for graph
-// outputs that are constants, inputs or views.
+// outputs that are (reshapes of) constants or inputs.
 absl::StatusOr<DispatchProgram>
 formDispatchRegions(structured::StructuredProgram program);
 

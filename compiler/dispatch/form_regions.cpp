@@ -63,13 +63,22 @@ absl::Status classifyBuffers(DispatchProgram &d) {
       continue;
     }
     Buffer &b = d.buffers[op.output.tensor];
-    if (b.kind == BufferKind::Output) {
-      return absl::UnimplementedError(
-          describe(op) + ": a graph output that is a reshape of another "
-                         "value is not implemented yet");
-    }
+    bool isOutput = b.kind == BufferKind::Output;
     b.kind = BufferKind::View;
     b.aliasOf = static_cast<int>(op.inputs[0].tensor);
+    if (!isOutput) {
+      continue;
+    }
+    // A graph output that reshapes a computed value: that value is written
+    // straight into the output's buffer.
+    Buffer &source = d.buffers[d.storageOf(op.output.tensor)];
+    if (source.kind == BufferKind::Input ||
+        source.kind == BufferKind::Constant) {
+      return absl::UnimplementedError(
+          describe(op) + ": a graph output that is a reshape of a graph "
+                         "input or constant is not implemented yet");
+    }
+    source.kind = BufferKind::Output;
   }
   return absl::OkStatus();
 }

@@ -199,7 +199,12 @@ emitModule(const dispatch::DispatchProgram &d,
   };
   std::map<unsigned, uint16_t> outputBuffers;
   for (unsigned t : p.outputs) {
-    outputBuffers[t] = storage[t] = allocate(d.buffers[t].byteSize);
+    // A reshaped output shares the buffer of the value it views.
+    unsigned s = d.storageOf(t);
+    if (!storage.count(s)) {
+      storage[s] = allocate(d.buffers[s].byteSize);
+    }
+    outputBuffers[t] = storage[s];
   }
   uint16_t arena = 0;
   if (d.arenaSize > 0) {

@@ -121,6 +121,10 @@ def evaluate(model, inputs):
             y = np.transpose(ins[0], a.get("perm"))
         elif op == "Erf":
             y = np.vectorize(math.erf)(ins[0])
+        elif op == "Reshape":
+            shape = [int(v) for v in ins[1]]
+            shape = [ins[0].shape[i] if v == 0 else v for i, v in enumerate(shape)]
+            y = ins[0].reshape(shape)
         elif op == "Concat":
             y = np.concatenate(ins, axis=a["axis"])
         elif op == "Split":
@@ -295,8 +299,22 @@ def split_concat(rng):
         {"x": f32(rng, (1, 4, 5, 5), 1.0)}
 
 
+def reshape_outputs(rng):
+    inits = {"shape": np.array([6, -1], dtype=np.int64)}
+    n = helper.make_node
+    nodes = [
+        n("Exp", ["x"], ["e"], name="exp"),
+        n("Reshape", ["e", "shape"], ["y1"], name="reshape"),
+        n("Tanh", ["x"], ["t"], name="tanh"),
+        n("Flatten", ["t"], ["y2"], name="flatten", axis=1),
+    ]
+    return make("reshape_outputs", nodes, [tensor("x", [2, 3, 4])],
+                [tensor("y1", [6, 4]), tensor("y2", [2, 12])], inits), \
+        {"x": f32(rng, (2, 3, 4), 1.0)}
+
+
 MODELS = [mlp, conv_net, elementwise, matmul_residual, depthwise_pools,
-          attention_block, split_concat]
+          attention_block, split_concat, reshape_outputs]
 
 
 def main():

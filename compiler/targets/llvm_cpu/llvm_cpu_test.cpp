@@ -144,7 +144,7 @@ public:
     }
     std::vector<std::vector<float>> outputs;
     for (unsigned t : p.outputs) {
-      outputs.push_back(storage.at(t));
+      outputs.push_back(storage.at(program_.storageOf(t)));
     }
     return outputs;
   }
