@@ -48,12 +48,11 @@ int64_t DeadlineInMs(int64_t ms) { return platform::DeadlineFromTimeout(ms * 100
 
 void CtsTest::SetUp() {
   host_allocator_ = osprey::Allocator::Default();
-  // The import table must outlive the device: keep it in the fixture.
-  static thread_local local::HostImport imports[1];
-  imports[0] = {"cts_host_add", &HostAdd, &host_add_calls_};
+  // The import table must outlive the device: it lives in the fixture.
+  host_imports_[0] = {"cts_host_add", &HostAdd, &host_add_calls_};
   BackendContext context;
   context.static_libraries = CtsLibraries();
-  context.imports.imports = imports;
+  context.imports.imports = host_imports_;
   context.host_allocator = host_allocator_;
   auto device = GetParam().create_device(context);
   ASSERT_TRUE(device.ok()) << StatusText(device);

@@ -94,6 +94,7 @@ class CtsTest : public ::testing::TestWithParam<Backend> {
   ref_ptr<Device> device_;
   osprey::Allocator* host_allocator_ = nullptr;
   uint32_t host_add_calls_ = 0;
+  local::HostImport host_imports_[1] = {};
 };
 
 // Instantiates |suite| over every backend of the binary.
