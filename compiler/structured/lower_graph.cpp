@@ -31,10 +31,43 @@ public:
     }
     for (Value *output : graph_.outputs()) {
       COMPILER_ASSIGN_OR_RETURN(unsigned t, tensorFor(output));
+      if (!isComputed(t)) {
+        t = copyForOutput(t);
+      }
       program_.tensors[t].isOutput = true;
       program_.outputs.push_back(t);
     }
     return std::move(program_);
+  }
+
+  // Whether some op computes |t| (possibly reshaped), as opposed to |t|
+  // being a graph input or a constant seen through views.
+  bool isComputed(unsigned t) const {
+    for (int p = program_.producer(t); p >= 0; p = program_.producer(t)) {
+      if (!program_.ops[p].isView) {
+        return true;
+      }
+      t = program_.ops[p].inputs[0].tensor;
+    }
+    return false;
+  }
+
+  // A graph output that is an input or a constant gets its own copy, so
+  // every output is written by a dispatch into a buffer the module returns.
+  unsigned copyForOutput(unsigned t) {
+    TensorInfo &source = program_.tensors[t];
+    unsigned n = source.type.rank();
+    StructuredOp s;
+    s.nodeName = "output " + source.name;
+    s.bounds = source.type.dims().vec();
+    s.iterators.assign(n, IteratorType::Parallel);
+    s.inputs.push_back({t, AffineMap::identity(n)});
+    s.body.yield(s.body.input(0));
+    TensorType type = source.type;
+    unsigned out = newTensor(source.name + "_out", type);
+    s.output = {out, AffineMap::identity(n)};
+    program_.ops.push_back(std::move(s));
+    return out;
   }
 
 private:

@@ -125,6 +125,8 @@ def evaluate(model, inputs):
             shape = [int(v) for v in ins[1]]
             shape = [ins[0].shape[i] if v == 0 else v for i, v in enumerate(shape)]
             y = ins[0].reshape(shape)
+        elif op == "Identity":
+            y = ins[0]
         elif op == "Concat":
             y = np.concatenate(ins, axis=a["axis"])
         elif op == "Split":
@@ -313,8 +315,20 @@ def reshape_outputs(rng):
         {"x": f32(rng, (2, 3, 4), 1.0)}
 
 
+def passthrough(rng):
+    inits = {"shape": np.array([-1], dtype=np.int64)}
+    n = helper.make_node
+    nodes = [
+        n("Reshape", ["x", "shape"], ["flat"], name="reshape"),
+        n("Identity", ["x"], ["same"], name="identity"),
+    ]
+    return make("passthrough", nodes, [tensor("x", [2, 3, 4])],
+                [tensor("flat", [24]), tensor("same", [2, 3, 4])], inits), \
+        {"x": f32(rng, (2, 3, 4), 1.0)}
+
+
 MODELS = [mlp, conv_net, elementwise, matmul_residual, depthwise_pools,
-          attention_block, split_concat, reshape_outputs]
+          attention_block, split_concat, reshape_outputs, passthrough]
 
 
 def main():
