@@ -84,8 +84,8 @@ struct WaitSource {
 };
 
 // Resolves an armed wait task (see WaitSource): OK when the condition holds,
-// an error when it never will. Thread-safe. May retire further tasks and run
-// the submission's completion callback on the calling thread.
+// an error when it never will. Thread-safe and short: a worker retires the
+// wait, so no successor or completion runs on the calling thread.
 void ResolveWait(WaitTask* token, Status status);
 
 //===----------------------------------------------------------------------===//
@@ -199,7 +199,8 @@ struct Completion {
 };
 
 // Builder and in-flight state of one DAG. Building is thread-compatible
-// (one thread); after Submit() the submission belongs to the executor.
+// (one thread); after Submit() the submission belongs to the executor and
+// must not be touched (tasks cannot be added to a running graph).
 class Submission {
  public:
   Submission(const Submission&) = delete;
