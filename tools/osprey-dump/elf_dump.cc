@@ -125,8 +125,8 @@ Status DumpElfLibrary(std::span<const uint8_t> data, std::string* out) {
     Appendf(out, "  0x%08" PRIx64 " memsz 0x%06" PRIx64 " filesz 0x%06" PRIx64 " %s\n", s.vaddr,
             s.memsz, s.filesz, Permissions(s.flags).c_str());
   }
-  Appendf(out, "relocations: %u (%s)\n", image->relocation_count(),
-          image->uses_rel() ? "REL" : "RELA");
+  Appendf(out, "relocations: %u (%s%s)\n", image->relocation_count(),
+          image->uses_rel() ? "REL" : "RELA", image->uses_relr() ? ", packed RELR" : "");
   Appendf(out, "dynamic symbols: %u\n", image->symbol_count());
   Appendf(out, "query: %s at 0x%" PRIx64 "\n", OSPREY_EXECUTABLE_LIBRARY_QUERY_NAME,
           image->query_address() - image->load_bias());

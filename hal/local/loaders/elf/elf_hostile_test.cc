@@ -316,7 +316,7 @@ TEST_F(ElfHostileTest, TextRelocationsAndInitializers) {
   } kCases[] = {{22, StatusCode::kInvalidArgument, "DT_TEXTREL"},
                 {12, StatusCode::kUnimplemented, "initializers"},
                 {25, StatusCode::kUnimplemented, "initializers"},
-                {36, StatusCode::kUnimplemented, "DT_RELR"}};
+                {36, StatusCode::kDataLoss, "DT_RELR and DT_RELRSZ"}};
   for (const auto& c : kCases) {
     SCOPED_TRACE(c.text);
     ElfEditor e = HostEditor();
@@ -464,6 +464,62 @@ TEST_F(ElfHostileTest, SegmentsSharingAPageAcrossWriteAndExecute) {
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << StatusText(status);
   EXPECT_NE(StatusText(status).find("writable and executable"), std::string::npos)
       << StatusText(status);
+}
+
+TEST_F(ElfHostileTest, BadPackedRelocations) {
+  for (const char* arch : {host_arch_, "armv7em"}) {
+    SCOPED_TRACE(arch);
+    ElfMachine machine;
+    ASSERT_TRUE(ElfMachineFromFormat((std::string("elf-") + arch).c_str(), &machine));
+    ElfEditor base(LibraryBytes("tables_relr", arch));
+    ASSERT_FALSE(base.bytes().empty());
+    const size_t word = base.word_size();
+    const size_t table = base.VaddrToOffset(base.DynamicValue(36));
+    const uint64_t size = base.DynamicValue(35);
+    ASSERT_NE(table, 0u);
+    auto load = [&](ElfEditor& e) { return LoadForeign(e.bytes(), machine); };
+    ASSERT_TRUE(load(base).ok());
+
+    ElfEditor code = base;  // First address inside the code segment.
+    code.Set(table, word, code.GetPhdr(code.FindPhdr(kPtLoad, kPfX), PhdrField::kVaddr) & ~1ull);
+    EXPECT_EQ(load(code).code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(StatusText(load(code)).find("outside every writable segment"), std::string::npos);
+
+    ElfEditor bitmap_first = base;
+    bitmap_first.Set(table, word, ~0ull);
+    EXPECT_EQ(load(bitmap_first).code(), StatusCode::kDataLoss);
+
+    if (size >= 2 * word) {
+      // The last word of the writable segment, then a bitmap running past it.
+      ElfEditor long_bitmap = base;
+      const int rw = long_bitmap.FindPhdr(kPtLoad, kPfW);
+      const uint64_t end =
+          long_bitmap.GetPhdr(rw, PhdrField::kVaddr) + long_bitmap.GetPhdr(rw, PhdrField::kMemsz);
+      long_bitmap.Set(table, word, (end - word) & ~uint64_t{word - 1});
+      long_bitmap.Set(table + word, word, ~0ull);
+      EXPECT_EQ(load(long_bitmap).code(), StatusCode::kInvalidArgument);
+    }
+
+    ElfEditor huge = base;
+    huge.Set(huge.DynamicValueField(35), word, 1ull << 30);
+    EXPECT_EQ(load(huge).code(), StatusCode::kDataLoss);
+
+    ElfEditor odd = base;
+    odd.Set(odd.DynamicValueField(35), word, size - 1);
+    EXPECT_EQ(load(odd).code(), StatusCode::kDataLoss);
+
+    ElfEditor ent = base;
+    ent.Set(ent.DynamicValueField(37), word, 3);
+    EXPECT_EQ(load(ent).code(), StatusCode::kDataLoss);
+
+    // Random values in the packed table: errors or valid relocations only.
+    std::mt19937 rng(42);
+    for (int it = 0; it < 500 * OSPREY_ELF_FUZZ_SCALE; ++it) {
+      ElfEditor e = base;
+      e.Set(table + (rng() % (size / word)) * word, word, uint64_t{rng()} << 32 | rng());
+      (void)load(e);
+    }
+  }
 }
 
 }  // namespace

@@ -63,6 +63,7 @@ constexpr int64_t kDtPreinitArray = 32;
 constexpr int64_t kDtPreinitArraySz = 33;
 constexpr int64_t kDtRelrSz = 35;
 constexpr int64_t kDtRelr = 36;
+constexpr int64_t kDtRelrEnt = 37;
 constexpr int64_t kDtGnuHash = 0x6ffffef5;
 constexpr uint64_t kDfTextRel = 0x4;
 
@@ -316,6 +317,10 @@ class ElfImageBuilder {
   Status CountSymbols();
   Status CountSymbolsFromSectionHeaders();
   Status ApplyRelocations(const RelocTable& table);
+  Status ApplyPackedRelocations();
+  // Adds the load bias to the word at |vaddr| (a RELATIVE relocation with
+  // the addend in place); INVALID_ARGUMENT outside writable segments.
+  Status RelocateWordInPlace(uint64_t vaddr, uint64_t entry);
   Status FindQuerySymbol();
   Status Protect();
 
@@ -347,6 +352,8 @@ class ElfImageBuilder {
   bool has_hash_ = false, has_gnu_hash_ = false;
   RelocTable tables_[3];
   uint32_t table_count_ = 0;
+  uint64_t relr_ = 0, relrsz_ = 0;  // Packed relative relocations.
+  bool has_relr_ = false, has_relrsz_ = false;
 };
 
 uint8_t* ElfImageBuilder::SegmentPtr(uint64_t vaddr, uint64_t size, uint32_t* out_flags) const {
@@ -429,6 +436,7 @@ Status ElfImageBuilder::Build() {
   for (uint32_t i = 0; i < table_count_; ++i) {
     OSPREY_RETURN_IF_ERROR(ApplyRelocations(tables_[i]));
   }
+  OSPREY_RETURN_IF_ERROR(ApplyPackedRelocations());
   OSPREY_RETURN_IF_ERROR(FindQuerySymbol());
   if (options_.executable) OSPREY_RETURN_IF_ERROR(Protect());
   return OkStatus();
@@ -695,11 +703,19 @@ Status ElfImageBuilder::ParseDynamic() {
         }
         break;
       case kDtRelr:
+        relr_ = val;
+        has_relr_ = true;
+        break;
       case kDtRelrSz:
-        return OSPREY_ELF_ERROR(
-            kUnimplemented,
-            "packed relative relocations (DT_RELR) are not supported; link without "
-            "-z pack-relative-relocs");
+        relrsz_ = val;
+        has_relrsz_ = true;
+        break;
+      case kDtRelrEnt:
+        if (val != WordSize(is64_)) {
+          return OSPREY_ELF_ERROR(kDataLoss, "DT_RELRENT is %llu, expected %zu",
+                                  static_cast<unsigned long long>(val), WordSize(is64_));
+        }
+        break;
       default:
         break;  // Informational tags (SONAME, FLAGS_1, versions, ...).
     }
@@ -760,6 +776,18 @@ Status ElfImageBuilder::ParseDynamic() {
       return OSPREY_ELF_ERROR(
           kDataLoss, "%s table [0x%llx, +%llu) is not inside a loadable segment", t.name,
           static_cast<unsigned long long>(t.addr), static_cast<unsigned long long>(t.size));
+    }
+  }
+  if (has_relr_ || has_relrsz_) {
+    if (!has_relr_ || !has_relrsz_) {
+      return OSPREY_ELF_ERROR(kDataLoss, "DT_RELR and DT_RELRSZ must come together");
+    }
+    if (relrsz_ % WordSize(is64_) != 0 || (relrsz_ != 0 && !SegmentPtr(relr_, relrsz_))) {
+      return OSPREY_ELF_ERROR(kDataLoss,
+                              "DT_RELR table [0x%llx, +%llu) is not a whole number of words "
+                              "inside a loadable segment",
+                              static_cast<unsigned long long>(relr_),
+                              static_cast<unsigned long long>(relrsz_));
     }
   }
   return OkStatus();
@@ -944,6 +972,56 @@ Status ElfImageBuilder::ApplyRelocations(const RelocTable& table) {
     }
     ++image_->relocation_count_;
   }
+  return OkStatus();
+}
+
+Status ElfImageBuilder::RelocateWordInPlace(uint64_t vaddr, uint64_t entry) {
+  uint32_t flags = 0;
+  uint8_t* target = SegmentPtr(vaddr, WordSize(is64_), &flags);
+  if (!target || !(flags & kElfSegmentWrite)) {
+    return OSPREY_ELF_ERROR(
+        kInvalidArgument, "DT_RELR entry %llu relocates 0x%llx, outside every writable segment",
+        static_cast<unsigned long long>(entry), static_cast<unsigned long long>(vaddr));
+  }
+  if (is64_) {
+    StoreLe64(target, Le64(target) + image_->load_bias_);
+  } else {
+    StoreLe32(target, static_cast<uint32_t>(Le32(target) + image_->load_bias_));
+  }
+  ++image_->relocation_count_;
+  return OkStatus();
+}
+
+// DT_RELR: an even entry is the address of a word to relocate; an odd entry
+// is a bitmap whose bit i (i >= 1) relocates the (i - 1)th word after the
+// last address, after which the address advances by (bits - 1) words.
+Status ElfImageBuilder::ApplyPackedRelocations() {
+  if (!has_relr_ || relrsz_ == 0) return OkStatus();
+  const size_t word = WordSize(is64_);
+  const uint32_t bits = static_cast<uint32_t>(word * 8);
+  const uint8_t* entries = SegmentPtr(relr_, relrsz_);
+  const uint64_t count = relrsz_ / word;
+  uint64_t where = 0;
+  bool have_address = false;
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t entry = is64_ ? Le64(entries + i * word) : Le32(entries + i * word);
+    if ((entry & 1) == 0) {
+      OSPREY_RETURN_IF_ERROR(RelocateWordInPlace(entry, i));
+      where = entry + word;
+      have_address = true;
+      continue;
+    }
+    if (!have_address) {
+      return OSPREY_ELF_ERROR(kDataLoss, "DT_RELR entry %llu is a bitmap before any address",
+                              static_cast<unsigned long long>(i));
+    }
+    uint64_t offset = where;
+    for (uint64_t mask = entry >> 1; mask != 0; mask >>= 1, offset += word) {
+      if (mask & 1) OSPREY_RETURN_IF_ERROR(RelocateWordInPlace(offset, i));
+    }
+    where += (bits - 1) * word;
+  }
+  image_->uses_relr_ = true;
   return OkStatus();
 }
 

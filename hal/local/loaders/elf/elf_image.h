@@ -88,7 +88,7 @@ class ElfImage final : public RefObject {
   //   DATA_LOSS: truncated file or a table, offset or size out of range or
   //     overflowing, overlapping segments, filesz > memsz.
   //   UNIMPLEMENTED: valid ELF features the loader does not support (TLS,
-  //     initializers, packed DT_RELR relocations).
+  //     initializers).
   //   UNAVAILABLE: |executable| for a machine that is not the host's, or on
   //     a platform that cannot make executable memory.
   //   RESOURCE_EXHAUSTED: the image is larger than max_image_size or memory
@@ -115,6 +115,8 @@ class ElfImage final : public RefObject {
   uint32_t relocation_count() const { return relocation_count_; }
   // Whether the relocations came in REL (addend in place) or RELA form.
   bool uses_rel() const { return uses_rel_; }
+  // Whether the image also has packed relative relocations (DT_RELR).
+  bool uses_relr() const { return uses_relr_; }
   // Number of dynamic symbols (from DT_HASH, DT_GNU_HASH or section headers).
   uint32_t symbol_count() const { return symbol_count_; }
 
@@ -150,6 +152,7 @@ class ElfImage final : public RefObject {
   bool mapped_ = false;  // Memory came from the platform mapper.
   bool is64_ = true;
   bool uses_rel_ = false;
+  bool uses_relr_ = false;
   osprey::Allocator* allocator_ = nullptr;
   uint8_t* host_base_ = nullptr;
   size_t size_ = 0;

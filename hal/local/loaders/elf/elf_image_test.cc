@@ -174,6 +174,31 @@ TEST(ElfImageTest, SymbolicRelocationsWithoutBsymbolic) {
   }
 }
 
+TEST(ElfImageTest, PackedRelativeRelocations) {
+  REQUIRE_TEST_EXECUTABLES();
+  const struct {
+    const char* arch;
+    ElfMachine machine;
+  } kCases[] = {{"x86_64", ElfMachine::kX86_64}, {"armv7em", ElfMachine::kArmv7em}};
+  for (const auto& c : kCases) {
+    SCOPED_TRACE(c.arch);
+    auto bytes = LibraryBytes("tables_relr", c.arch);
+    ASSERT_FALSE(bytes.empty());
+    testing::ElfEditor editor(bytes);
+    ASSERT_NE(editor.DynamicEntry(36), 0u) << "linked with DT_RELR";
+    auto image = ElfImage::Load(bytes, ForeignOptions(c.machine), Allocator::Default());
+    ASSERT_TRUE(image.ok()) << StatusText(image.status());
+    EXPECT_TRUE((*image)->uses_relr());
+    CheckTables(**image);
+    // Same relocated words as the unpacked library.
+    auto plain = ElfImage::Load(LibraryBytes("tables", c.arch), ForeignOptions(c.machine),
+                                Allocator::Default());
+    ASSERT_TRUE(plain.ok());
+    EXPECT_FALSE((*plain)->uses_relr());
+    EXPECT_EQ((*image)->relocation_count(), (*plain)->relocation_count());
+  }
+}
+
 // GNU ld lays images out differently from lld (a separate read-only data
 // segment, .got.plt, only DT_GNU_HASH by default).
 TEST(ElfImageTest, GnuLdLayout) {

@@ -215,7 +215,7 @@ TEST_F(ElfLoaderTest, MissingRequiredImportIsNotFound) {
 }
 
 TEST_F(ElfLoaderTest, FunctionAndStringPointerTables) {
-  for (const char* name : {"tables", "tables_preemptible", "tables_gnuld"}) {
+  for (const char* name : {"tables", "tables_preemptible", "tables_gnuld", "tables_relr"}) {
     SCOPED_TRACE(name);
     if (LibraryBytes(name, HostArch()).empty()) continue;
     auto executable = Load(name);
