@@ -46,17 +46,15 @@ constexpr uintptr_t CodeRep(StatusCode code) {
 
 Status::Status(StatusCode code) : rep_(CodeRep(code)) {}
 
-Status::Status(StatusCode code, const char* format, ...) : rep_(CodeRep(code)) {
 #if OSPREY_STATUS_MESSAGES
+Status::Status(StatusCode code, const char* format, ...) : rep_(CodeRep(code)) {
   if (rep_ == 0 || !format || !*format) return;
   va_list args;
   va_start(args, format);
   AppendV("", format, args);
   va_end(args);
-#else
-  (void)format;
-#endif
 }
+#endif  // OSPREY_STATUS_MESSAGES
 
 void Status::Reset() {
   if (rep_ != 0 && (rep_ & 1) == 0) free(reinterpret_cast<Payload*>(rep_));
@@ -103,6 +101,7 @@ void Status::AppendV(const char* separator, const char* format, va_list args) {
 #endif
 }
 
+#if OSPREY_STATUS_MESSAGES
 Status& Status::Annotate(const char* format, ...) & {
   if (rep_ == 0) return *this;
   va_list args;
@@ -121,6 +120,7 @@ Status&& Status::Annotate(const char* format, ...) && {
   }
   return std::move(*this);
 }
+#endif  // OSPREY_STATUS_MESSAGES
 
 Status Status::Clone() const {
   if (rep_ == 0 || (rep_ & 1)) {

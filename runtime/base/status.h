@@ -54,8 +54,15 @@ class [[nodiscard]] Status {
   constexpr Status() = default;
   // An error with |code| and no message (OK if |code| is kOk).
   explicit Status(StatusCode code);
-  // An error with |code| and a printf-formatted message.
+  // An error with |code| and a printf-formatted message. In codes-only
+  // builds the message and its arguments are dropped at compile time, so
+  // no format strings end up in the binary.
+#if OSPREY_STATUS_MESSAGES
   Status(StatusCode code, const char* format, ...) OSPREY_PRINTF_FORMAT(3, 4);
+#else
+  template <typename... Args>
+  Status(StatusCode code, const char*, Args&&...) : Status(code) {}
+#endif
 
   Status(Status&& other) noexcept : rep_(other.rep_) { other.rep_ = 0; }
   Status& operator=(Status&& other) noexcept {
@@ -77,8 +84,19 @@ class [[nodiscard]] Status {
   const char* message() const;
 
   // Appends one line of context (printf-formatted). No effect on OK.
+#if OSPREY_STATUS_MESSAGES
   Status& Annotate(const char* format, ...) & OSPREY_PRINTF_FORMAT(2, 3);
   Status&& Annotate(const char* format, ...) && OSPREY_PRINTF_FORMAT(2, 3);
+#else
+  template <typename... Args>
+  Status& Annotate(const char*, Args&&...) & {
+    return *this;
+  }
+  template <typename... Args>
+  Status&& Annotate(const char*, Args&&...) && {
+    return std::move(*this);
+  }
+#endif
 
   // Returns an independent copy.
   Status Clone() const;
