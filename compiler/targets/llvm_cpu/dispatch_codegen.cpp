@@ -183,9 +183,9 @@ private:
                                       graph::elementTypeName(et).str());
         }
       }
+      int64_t rootRank = p_.program.tensors[op(0).output.tensor].type.rank();
       if (i > 0 && (o.hasReduction() ||
-                    o.bounds.size() != p_.program.tensors[op(0).output.tensor]
-                                           .type.rank())) {
+                    static_cast<int64_t>(o.bounds.size()) != rootRank)) {
         return absl::InvalidArgumentError(
             "node '" + o.nodeName +
             "': a fused op must be all-parallel over its producer's shape");
