@@ -1,0 +1,79 @@
+// Times one ONNX model with ONNX Runtime (onnxruntime-node, CPU execution provider): loads the
+// model, feeds a float32 .npy input, runs warm-up iterations, then reports the median latency of
+// timed runs and the process's peak resident set size as one JSON line on stdout.
+//
+//   node ort_bench.js MODEL.onnx INPUT.npy THREADS [RUNS] [WARMUP]
+//   node ort_bench.js --baseline     (only loads onnxruntime-node: the runtime's own RSS)
+'use strict';
+
+const fs = require('fs');
+const ort = require('onnxruntime-node');
+
+function readNpyFloat32(path) {
+  const buf = fs.readFileSync(path);
+  if (buf.toString('latin1', 1, 6) !== 'NUMPY') {
+    throw new Error(`${path}: not a .npy file`);
+  }
+  const major = buf[6];
+  const headerLen = major >= 2 ? buf.readUInt32LE(8) : buf.readUInt16LE(8);
+  const headerStart = major >= 2 ? 12 : 10;
+  const header = buf.toString('latin1', headerStart, headerStart + headerLen);
+  if (!/'descr':\s*'<f4'/.test(header) || /'fortran_order':\s*True/.test(header)) {
+    throw new Error(`${path}: only little-endian C-order float32 is supported (${header})`);
+  }
+  const shape = header.match(/'shape':\s*\(([^)]*)\)/)[1].split(',')
+                    .map((s) => s.trim()).filter((s) => s.length).map(Number);
+  const dataStart = headerStart + headerLen;
+  const count = shape.reduce((a, b) => a * b, 1);
+  const data = new Float32Array(count);
+  Buffer.from(data.buffer).set(buf.subarray(dataStart, dataStart + count * 4));
+  return {shape, data};
+}
+
+function peakRssKb() {
+  const status = fs.readFileSync('/proc/self/status', 'utf8');
+  const m = status.match(/VmHWM:\s*(\d+)\s*kB/);
+  return m ? Number(m[1]) : -1;
+}
+
+async function main() {
+  if (process.argv[2] === '--baseline') {
+    console.log(JSON.stringify({peak_rss_kb: peakRssKb(), version: ort.env.versions.common}));
+    return;
+  }
+  const [modelPath, inputPath, threadsArg, runsArg, warmupArg] = process.argv.slice(2);
+  if (!modelPath || !inputPath || !threadsArg) {
+    throw new Error('usage: node ort_bench.js MODEL.onnx INPUT.npy THREADS [RUNS] [WARMUP]');
+  }
+  const threads = Number(threadsArg);
+  const runs = Number(runsArg || 30);
+  const warmup = Number(warmupArg || 5);
+  const session = await ort.InferenceSession.create(modelPath, {
+    executionProviders: ['cpu'],
+    intraOpNumThreads: threads,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+  });
+  const input = readNpyFloat32(inputPath);
+  const feeds = {[session.inputNames[0]]: new ort.Tensor('float32', input.data, input.shape)};
+  for (let i = 0; i < warmup; ++i) {
+    await session.run(feeds);
+  }
+  const times = [];
+  for (let i = 0; i < runs; ++i) {
+    const start = process.hrtime.bigint();
+    await session.run(feeds);
+    times.push(Number(process.hrtime.bigint() - start) / 1e6);
+  }
+  times.sort((a, b) => a - b);
+  const median = times.length % 2 ? times[(times.length - 1) / 2]
+                                   : (times[times.length / 2 - 1] + times[times.length / 2]) / 2;
+  console.log(JSON.stringify({median_ms: median, min_ms: times[0], runs, threads,
+                              peak_rss_kb: peakRssKb()}));
+}
+
+main().catch((e) => {
+  console.error(e.message || e);
+  process.exit(1);
+});

@@ -1,0 +1,286 @@
+#!/usr/bin/python3
+"""Exports real model architectures to ONNX with fixed random weights, plus inputs and references.
+
+For every model NAME this writes into --out:
+  NAME.onnx       the model (eval mode, static shapes, one input, one output)
+  NAME.in0.npy    a float32 input drawn from a fixed seed
+  NAME.ref0.npy   the output of the same model evaluated in float64 by torch, stored as float32
+
+Weights are random (fixed seeds): pretrained weights are not available offline. BatchNorm layers
+get running statistics from a few calibration batches, so activations keep a realistic scale
+through deep networks and BatchNorm folding is exercised with non-trivial statistics.
+
+Usage: export_models.py --out DIR [--models a,b,...] [--cached] [--list]
+With --cached, a model whose three files exist and are newer than this script is not exported
+again. Needs torch and torchvision (Debian: python3-torch, python3-torchvision).
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+OPSET = 17
+
+
+def _torch():
+  import torch  # pylint: disable=import-outside-toplevel
+  return torch
+
+
+# ----------------------------------------------------------------------------
+# MLPerf Tiny architectures (same layer structure as the reference models).
+# ----------------------------------------------------------------------------
+
+
+def _conv_bn_relu(nn, cin, cout, k, stride=1, groups=1, padding=None):
+  if padding is None:
+    padding = k // 2 if isinstance(k, int) else tuple(x // 2 for x in k)
+  return nn.Sequential(
+      nn.Conv2d(cin, cout, k, stride=stride, padding=padding, groups=groups, bias=False),
+      nn.BatchNorm2d(cout), nn.ReLU())
+
+
+def ds_cnn(nn):
+  """Keyword spotting DS-CNN: 49x10 MFCC input, 12 classes."""
+
+  class DsCnn(nn.Module):
+
+    def __init__(self):
+      super().__init__()
+      layers = [_conv_bn_relu(nn, 1, 64, (10, 4), stride=2, padding=(5, 1))]
+      for _ in range(4):
+        layers.append(_conv_bn_relu(nn, 64, 64, 3, groups=64))
+        layers.append(_conv_bn_relu(nn, 64, 64, 1))
+      self.features = nn.Sequential(*layers)
+      self.pool = nn.AdaptiveAvgPool2d(1)
+      self.fc = nn.Linear(64, 12)
+      self.softmax = nn.Softmax(dim=1)
+
+    def forward(self, x):
+      x = self.pool(self.features(x))
+      return self.softmax(self.fc(x.flatten(1)))
+
+  return DsCnn(), (1, 1, 49, 10)
+
+
+def mobilenet_v1_025(nn):
+  """Visual wake words MobileNetV1 with width 0.25: 96x96x3 input, 2 classes."""
+
+  class MobileNetV1(nn.Module):
+
+    def __init__(self):
+      super().__init__()
+      cfg = [(8, 16, 1), (16, 32, 2), (32, 32, 1), (32, 64, 2), (64, 64, 1), (64, 128, 2),
+             (128, 128, 1), (128, 128, 1), (128, 128, 1), (128, 128, 1), (128, 128, 1),
+             (128, 256, 2), (256, 256, 1)]
+      layers = [_conv_bn_relu(nn, 3, 8, 3, stride=2)]
+      for cin, cout, stride in cfg:
+        layers.append(_conv_bn_relu(nn, cin, cin, 3, stride=stride, groups=cin))
+        layers.append(_conv_bn_relu(nn, cin, cout, 1))
+      self.features = nn.Sequential(*layers)
+      self.pool = nn.AdaptiveAvgPool2d(1)
+      self.fc = nn.Linear(256, 2)
+      self.softmax = nn.Softmax(dim=1)
+
+    def forward(self, x):
+      x = self.pool(self.features(x))
+      return self.softmax(self.fc(x.flatten(1)))
+
+  return MobileNetV1(), (1, 3, 96, 96)
+
+
+def resnet8(nn):
+  """CIFAR-10 ResNet-8 of the image classification benchmark: 32x32x3 input, 10 classes."""
+
+  class Block(nn.Module):
+
+    def __init__(self, cin, cout, stride):
+      super().__init__()
+      self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=True)
+      self.bn1 = nn.BatchNorm2d(cout)
+      self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=True)
+      self.bn2 = nn.BatchNorm2d(cout)
+      self.relu = nn.ReLU()
+      self.shortcut = None
+      if stride != 1 or cin != cout:
+        self.shortcut = nn.Conv2d(cin, cout, 1, stride, 0, bias=True)
+
+    def forward(self, x):
+      y = self.relu(self.bn1(self.conv1(x)))
+      y = self.bn2(self.conv2(y))
+      s = x if self.shortcut is None else self.shortcut(x)
+      return self.relu(y + s)
+
+  class ResNet8(nn.Module):
+
+    def __init__(self):
+      super().__init__()
+      self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=True), nn.BatchNorm2d(16),
+                                nn.ReLU())
+      self.stacks = nn.Sequential(Block(16, 16, 1), Block(16, 32, 2), Block(32, 64, 2))
+      self.pool = nn.AdaptiveAvgPool2d(1)
+      self.fc = nn.Linear(64, 10)
+      self.softmax = nn.Softmax(dim=1)
+
+    def forward(self, x):
+      x = self.pool(self.stacks(self.stem(x)))
+      return self.softmax(self.fc(x.flatten(1)))
+
+  return ResNet8(), (1, 3, 32, 32)
+
+
+def fc_autoencoder(nn):
+  """Anomaly detection autoencoder: 640 inputs, 128-wide dense layers, 8-wide bottleneck."""
+
+  def dense(cin, cout):
+    return [nn.Linear(cin, cout), nn.BatchNorm1d(cout), nn.ReLU()]
+
+  layers = dense(640, 128) + dense(128, 128) + dense(128, 128) + dense(128, 128)
+  layers += dense(128, 8)
+  layers += dense(8, 128) + dense(128, 128) + dense(128, 128) + dense(128, 128)
+  layers.append(nn.Linear(128, 640))
+  return nn.Sequential(*layers), (1, 640)
+
+
+def transformer_encoder(nn):
+  """One post-norm transformer encoder layer: d_model 256, 4 heads, FFN 1024, sequence 128."""
+  layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, dropout=0.0,
+                                     activation="gelu", batch_first=True)
+  return layer, (1, 128, 256)
+
+
+def bert_mini_layer(nn):
+  """A BERT-style encoder layer written out op by op (explicit Q/K/V, erf-GELU, LayerNorm)."""
+  torch = _torch()
+
+  class Layer(nn.Module):
+
+    def __init__(self, d=256, heads=4, ffn=1024):
+      super().__init__()
+      self.heads, self.dh = heads, d // heads
+      self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+      self.o = nn.Linear(d, d)
+      self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+      self.ff1, self.ff2 = nn.Linear(d, ffn), nn.Linear(ffn, d)
+      self.gelu = nn.GELU()
+
+    def forward(self, x):
+      b, s, d = 1, 128, 256
+
+      def split(t):
+        return t.reshape(b, s, self.heads, self.dh).transpose(1, 2)
+
+      q, k, v = split(self.q(x)), split(self.k(x)), split(self.v(x))
+      att = torch.softmax(torch.matmul(q, k.transpose(2, 3)) * (self.dh**-0.5), dim=-1)
+      ctx = torch.matmul(att, v).transpose(1, 2).reshape(b, s, d)
+      x = self.ln1(x + self.o(ctx))
+      return self.ln2(x + self.ff2(self.gelu(self.ff1(x))))
+
+  return Layer(), (1, 128, 256)
+
+
+def _torchvision(name, **kwargs):
+
+  def build(nn):  # pylint: disable=unused-argument
+    import torchvision  # pylint: disable=import-outside-toplevel
+    return getattr(torchvision.models, name)(weights=None, **kwargs), (1, 3, 224, 224)
+
+  return build
+
+
+MODELS = {
+    # MLPerf Tiny.
+    "ds_cnn": ds_cnn,
+    "mobilenet_v1_025": mobilenet_v1_025,
+    "resnet8": resnet8,
+    "fc_autoencoder": fc_autoencoder,
+    # Transformers.
+    "transformer_encoder": transformer_encoder,
+    "bert_mini_layer": bert_mini_layer,
+    # torchvision image classifiers, 224x224x3 input, 1000 classes.
+    "mobilenet_v2": _torchvision("mobilenet_v2"),
+    "resnet18": _torchvision("resnet18"),
+    "squeezenet1_0": _torchvision("squeezenet1_0"),
+    "squeezenet1_1": _torchvision("squeezenet1_1"),
+    "mnasnet0_5": _torchvision("mnasnet0_5"),
+    "shufflenet_v2_x0_5": _torchvision("shufflenet_v2_x0_5"),
+    "efficientnet_b0": _torchvision("efficientnet_b0"),
+}
+
+
+def _calibrate_batchnorm(torch, model, shape, seed):
+  """Gives every BatchNorm running statistics of real activations (cumulative average)."""
+  bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+  if not bns:
+    return
+  for m in bns:
+    m.reset_running_stats()
+    m.momentum = None
+  gen = torch.Generator().manual_seed(seed + 1)
+  model.train()
+  with torch.no_grad():
+    for _ in range(2):
+      model(torch.randn((4,) + tuple(shape[1:]), generator=gen))
+  # Perturb the affine parameters so folding is not the identity.
+  with torch.no_grad():
+    for m in bns:
+      m.weight.uniform_(0.5, 1.5, generator=gen)
+      m.bias.uniform_(-0.2, 0.2, generator=gen)
+
+
+def export(name, out_dir, seed=0):
+  torch = _torch()
+  torch.manual_seed(seed)
+  model, shape = MODELS[name](torch.nn)
+  _calibrate_batchnorm(torch, model, shape, seed)
+  model.eval()
+  x = torch.randn(shape, generator=torch.Generator().manual_seed(seed + 2))
+  onnx_path = os.path.join(out_dir, name + ".onnx")
+  # Exported with autograd enabled: under no_grad, nn.TransformerEncoderLayer takes a fused
+  # fast path that has no ONNX form.
+  torch.onnx.export(model, (x,), onnx_path, opset_version=OPSET, input_names=["input"],
+                    output_names=["output"], do_constant_folding=True)
+  with torch.no_grad():
+    ref = model.double()(x.double()).float().numpy()
+  np.save(os.path.join(out_dir, name + ".in0.npy"), x.numpy())
+  np.save(os.path.join(out_dir, name + ".ref0.npy"), ref)
+
+
+def _is_current(out_dir, name, script_time):
+  paths = [os.path.join(out_dir, name + ext) for ext in (".onnx", ".in0.npy", ".ref0.npy")]
+  return all(os.path.exists(p) and os.path.getmtime(p) > script_time for p in paths)
+
+
+def main():
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("--out", help="output directory")
+  parser.add_argument("--models", default=",".join(MODELS), help="comma-separated model names")
+  parser.add_argument("--cached", action="store_true",
+                      help="keep models whose files are newer than this script")
+  parser.add_argument("--list", action="store_true", help="print the model names and exit")
+  args = parser.parse_args()
+  if args.list:
+    print("\n".join(MODELS))
+    return 0
+  if not args.out:
+    parser.error("--out is required")
+  os.makedirs(args.out, exist_ok=True)
+  names = [n for n in args.models.split(",") if n]
+  unknown = [n for n in names if n not in MODELS]
+  if unknown:
+    parser.error("unknown models: " + ", ".join(unknown))
+  script_time = os.path.getmtime(os.path.abspath(__file__))
+  for name in names:
+    if args.cached and _is_current(args.out, name, script_time):
+      continue
+    start = time.time()
+    export(name, args.out)
+    print(f"{name}: exported in {time.time() - start:.1f} s", file=sys.stderr)
+  return 0
+
+
+if __name__ == "__main__":
+  sys.exit(main())
