@@ -483,6 +483,12 @@ private:
     if (k == "Softmax") {
       return lowerSoftmax(op);
     }
+    if (k == "Gather") {
+      return lowerGather(op);
+    }
+    if (k == "ConvTranspose") {
+      return lowerConvTranspose(op);
+    }
     if (k == "LayerNormalization") {
       return lowerLayerNorm(op);
     }
@@ -624,6 +630,261 @@ private:
     COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
     s.output = {out, AffineMap::identity(n)};
     program_.ops.push_back(std::move(s));
+    return absl::OkStatus();
+  }
+
+  // Gather with constant indices: out[pre, j..., post] = data[pre, idx[j],
+  // post]. Read j indexes the gathered axis with idx[j] + D * (p - j), where p
+  // is the linear position in the index dimensions and D the axis length, so
+  // it is in bounds exactly where p == j (padding 0 elsewhere) and the body
+  // sums the reads, as for Concat. Indices are checked here: an index outside
+  // [-D, D) is an error naming the node, never an out-of-bounds read.
+  absl::Status lowerGather(const Op &op) {
+    constexpr size_t kMaxIndices = 64;
+    const TensorType &data = op.operand(0)->type();
+    const TensorType &indexType = op.operand(1)->type();
+    const TensorType &t = op.result()->type();
+    int64_t rank = data.rank();
+    int64_t axis = op.getInt("axis", 0);
+    axis = axis < 0 ? axis + rank : axis;
+    auto indices = graph::getConstantInts(op.operand(1));
+    if (!indices) {
+      return absl::UnimplementedError(
+          op.describe() +
+          ": Gather with indices computed at run time does not lower yet "
+          "(indices must be constant)");
+    }
+    if (indices->empty() || indices->size() > kMaxIndices) {
+      return absl::UnimplementedError(
+          op.describe() + ": Gather lowers with 1 to " +
+          std::to_string(kMaxIndices) + " constant indices, got " +
+          std::to_string(indices->size()));
+    }
+    unsigned n = t.rank();
+    unsigned q = indexType.rank();
+    int64_t d = data.dim(axis);
+    // Row-major strides of the index dimensions.
+    std::vector<int64_t> strides(q, 1);
+    for (int64_t i = int64_t(q) - 2; i >= 0; --i) {
+      strides[i] = strides[i + 1] * indexType.dim(i + 1);
+    }
+    StructuredOp s;
+    s.nodeName = op.nodeName();
+    s.bounds = t.dims().vec();
+    s.iterators.assign(n, IteratorType::Parallel);
+    COMPILER_ASSIGN_OR_RETURN(unsigned dt, tensorFor(op.operand(0)));
+    bool single = indices->size() == 1;
+    unsigned sum = 0;
+    for (size_t j = 0; j < indices->size(); ++j) {
+      int64_t v = (*indices)[j];
+      if (v < -d || v >= d) {
+        return op.emitError("index " + std::to_string(v) + " at position " +
+                            std::to_string(j) + " is out of range [" +
+                            std::to_string(-d) + ", " + std::to_string(d) +
+                            ")");
+      }
+      v = v < 0 ? v + d : v;
+      AffineMap m;
+      m.numDims = n;
+      for (int64_t a = 0; a < axis; ++a) {
+        m.results.push_back(AffineExpr::dim(n, a));
+      }
+      AffineExpr e = AffineExpr::constantExpr(n, v - d * int64_t(j));
+      for (unsigned i = 0; i < q && !single; ++i) {
+        e.coeffs[axis + i] = d * strides[i];
+      }
+      m.results.push_back(e);
+      for (int64_t a = axis + 1; a < rank; ++a) {
+        m.results.push_back(AffineExpr::dim(n, a - 1 + q));
+      }
+      OperandAccess access{dt, m};
+      if (!single) {
+        access.padValue = 0.0;
+      }
+      s.inputs.push_back(access);
+      unsigned r = s.body.input(j);
+      sum = j == 0 ? r : s.body.binary(SK::Add, sum, r);
+    }
+    s.body.yield(sum);
+    COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
+    s.output = {out, AffineMap::identity(n)};
+    program_.ops.push_back(std::move(s));
+    return absl::OkStatus();
+  }
+
+  // ConvTranspose: y[o] = sum over c, k of x[i] * w[c, m, k] where
+  // o = i * s + k * d - padBegin. With strides > 1, x is first spread to
+  // x'[s * i + r] = (r == 0 ? x[i] : 0) by a copy whose read along i is
+  // shifted by I * r (in bounds only for r == 0, padding 0 otherwise); then
+  // y is a stride-1 windowed reduction reading x'[o + padBegin - d * k] with
+  // padding 0.
+  absl::Status lowerConvTranspose(const Op &op) {
+    const TensorType &x = op.operand(0)->type();
+    const TensorType &w = op.operand(1)->type();
+    const TensorType &t = op.result()->type();
+    unsigned spatial = x.rank() - 2;
+    int64_t group = op.getInt("group", 1);
+    graph::IntList strides = op.getIntList("strides", graph::IntList(spatial, 1));
+    graph::IntList dilations =
+        op.getIntList("dilations", graph::IntList(spatial, 1));
+    graph::IntList outputPadding =
+        op.getIntList("output_padding", graph::IntList(spatial, 0));
+    std::string autoPad = op.getString("auto_pad", "NOTSET");
+    graph::IntList pads = op.getIntList("pads", graph::IntList(2 * spatial, 0));
+    if (strides.size() != spatial || dilations.size() != spatial ||
+        outputPadding.size() != spatial || pads.size() != 2 * spatial) {
+      return op.emitError("strides, dilations, output_padding and pads must "
+                          "have one entry per spatial dimension");
+    }
+    std::vector<int64_t> padBegin(spatial);
+    bool derived = op.hasAttr("output_shape") || autoPad == "SAME_UPPER" ||
+                   autoPad == "SAME_LOWER";
+    for (unsigned i = 0; i < spatial; ++i) {
+      if (strides[i] < 1 || dilations[i] < 1) {
+        return op.emitError("strides and dilations must be positive");
+      }
+      if (!derived) {
+        padBegin[i] = autoPad == "VALID" ? 0 : pads[i];
+        continue;
+      }
+      // Total padding that yields the result size; split as ONNX specifies
+      // (floor division, the odd element at the end for SAME_UPPER).
+      int64_t total = strides[i] * (x.dim(2 + i) - 1) + outputPadding[i] +
+                      (w.dim(2 + i) - 1) * dilations[i] + 1 - t.dim(2 + i);
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+      padBegin[i] = autoPad == "SAME_UPPER" ? half : total - half;
+    }
+    COMPILER_ASSIGN_OR_RETURN(unsigned source, tensorFor(op.operand(0)));
+    bool strided = false;
+    for (int64_t st : strides) {
+      strided |= st > 1;
+    }
+    if (strided) {
+      // Loops: n, c, i..., r...
+      unsigned n = 2 + 2 * spatial;
+      StructuredOp u;
+      u.nodeName = op.nodeName();
+      u.bounds = {x.dim(0), x.dim(1)};
+      for (unsigned i = 0; i < spatial; ++i) {
+        u.bounds.push_back(x.dim(2 + i));
+      }
+      for (unsigned i = 0; i < spatial; ++i) {
+        u.bounds.push_back(strides[i]);
+      }
+      u.iterators.assign(n, IteratorType::Parallel);
+      AffineMap in = AffineMap::identity(n);
+      in.results.resize(2 + spatial);
+      AffineMap outMap = AffineMap::identity(n);
+      outMap.results.resize(2 + spatial);
+      for (unsigned i = 0; i < spatial; ++i) {
+        in.results[2 + i].coeffs[2 + spatial + i] = x.dim(2 + i);
+        outMap.results[2 + i] = AffineExpr::dim(n, 2 + i, strides[i]);
+        outMap.results[2 + i].coeffs[2 + spatial + i] = 1;
+      }
+      u.inputs.push_back({source, in, 0.0});
+      std::vector<int64_t> dims = {x.dim(0), x.dim(1)};
+      for (unsigned i = 0; i < spatial; ++i) {
+        dims.push_back(x.dim(2 + i) * strides[i]);
+      }
+      source = newTensor(op.result()->name() + "_spread",
+                         TensorType::ranked(x.elementType(), dims));
+      u.output = {source, outMap};
+      u.body.yield(u.body.input(0));
+      program_.ops.push_back(std::move(u));
+    }
+    // Loops: n, [g], m, o..., c (per group), k...
+    bool grouped = group > 1;
+    int64_t cPerGroup = x.dim(1) / group;
+    int64_t mPerGroup = w.dim(1);
+    std::vector<int64_t> bounds = {t.dim(0)};
+    if (grouped) {
+      bounds.push_back(group);
+    }
+    bounds.push_back(mPerGroup);
+    unsigned gDim = 1, mDim = grouped ? 2 : 1;
+    unsigned outSpatial = bounds.size();
+    for (unsigned i = 0; i < spatial; ++i) {
+      bounds.push_back(t.dim(2 + i));
+    }
+    unsigned cDim = bounds.size();
+    bounds.push_back(cPerGroup);
+    unsigned kSpatial = bounds.size();
+    for (unsigned i = 0; i < spatial; ++i) {
+      bounds.push_back(w.dim(2 + i));
+    }
+    unsigned n = bounds.size();
+    auto channelExpr = [&](unsigned perGroupDim, int64_t perGroup) {
+      AffineExpr e = AffineExpr::dim(n, perGroupDim);
+      if (grouped) {
+        e.coeffs[gDim] = perGroup;
+      }
+      return e;
+    };
+    StructuredOp s;
+    s.nodeName = op.nodeName();
+    s.bounds = bounds;
+    s.iterators.assign(n, IteratorType::Parallel);
+    for (unsigned d = cDim; d < n; ++d) {
+      s.iterators[d] = IteratorType::Reduction;
+    }
+    AffineMap xMap;
+    xMap.numDims = n;
+    xMap.results.push_back(AffineExpr::dim(n, 0));
+    xMap.results.push_back(channelExpr(cDim, cPerGroup));
+    for (unsigned i = 0; i < spatial; ++i) {
+      AffineExpr e = AffineExpr::dim(n, outSpatial + i);
+      e.coeffs[kSpatial + i] = -dilations[i];
+      e.constant = padBegin[i];
+      xMap.results.push_back(e);
+    }
+    s.inputs.push_back({source, xMap, 0.0});
+    AffineMap wMap;
+    wMap.numDims = n;
+    wMap.results.push_back(channelExpr(cDim, cPerGroup));
+    wMap.results.push_back(AffineExpr::dim(n, mDim));
+    for (unsigned i = 0; i < spatial; ++i) {
+      wMap.results.push_back(AffineExpr::dim(n, kSpatial + i));
+    }
+    COMPILER_ASSIGN_OR_RETURN(unsigned wt, tensorFor(op.operand(1)));
+    s.inputs.push_back({wt, wMap});
+    AffineMap outMap;
+    outMap.numDims = n;
+    outMap.results.push_back(AffineExpr::dim(n, 0));
+    outMap.results.push_back(channelExpr(mDim, mPerGroup));
+    for (unsigned i = 0; i < spatial; ++i) {
+      outMap.results.push_back(AffineExpr::dim(n, outSpatial + i));
+    }
+    s.init = 0.0;
+    s.body.yield(s.body.binary(
+        SK::Add, s.body.output(),
+        s.body.binary(SK::Mul, s.body.input(0), s.body.input(1))));
+    const Value *bias = op.operand(2);
+    unsigned acc;
+    if (bias) {
+      acc = newTensor(op.result()->name() + "_acc", t);
+    } else {
+      COMPILER_ASSIGN_OR_RETURN(acc, tensorFor(op.result()));
+    }
+    s.output = {acc, outMap};
+    program_.ops.push_back(std::move(s));
+    if (!bias) {
+      return absl::OkStatus();
+    }
+    StructuredOp e;
+    e.nodeName = op.nodeName();
+    unsigned rank = t.rank();
+    e.bounds = t.dims().vec();
+    e.iterators.assign(rank, IteratorType::Parallel);
+    e.inputs.push_back({acc, AffineMap::identity(rank)});
+    AffineMap channel;
+    channel.numDims = rank;
+    channel.results.push_back(AffineExpr::dim(rank, 1));
+    COMPILER_ASSIGN_OR_RETURN(unsigned bt, tensorFor(bias));
+    e.inputs.push_back({bt, channel});
+    COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
+    e.output = {out, AffineMap::identity(rank)};
+    e.body.yield(e.body.binary(SK::Add, e.body.input(0), e.body.input(1)));
+    program_.ops.push_back(std::move(e));
     return absl::OkStatus();
   }
 
@@ -848,10 +1109,54 @@ private:
     for (int64_t p : pads) {
       padded |= p != 0;
     }
-    if (k == "AveragePool" && padded && !op.getInt("count_include_pad", 0)) {
+    // With ceil_mode the last windows may reach past the input (and its end
+    // padding) even when no pads are given: those reads must be padded too.
+    bool pastPads = false;
+    for (unsigned i = 0; i < spatial; ++i) {
+      int64_t last = (t.dim(2 + i) - 1) * strides[i] +
+                     (kernel[i] - 1) * dilations[i] - pads[i];
+      padded |= last >= x.dim(2 + i);
+      pastPads |= last >= x.dim(2 + i) + pads[spatial + i];
+    }
+    bool countIncludesPad = op.getInt("count_include_pad", 0) != 0;
+    if (k == "AveragePool" && countIncludesPad && pastPads) {
       return absl::UnimplementedError(
-          op.describe() +
-          ": AveragePool excluding padding from the count does not lower yet");
+          op.describe() + ": AveragePool with count_include_pad and windows "
+                          "reaching past the padded input does not lower yet");
+    }
+    // AveragePool excluding padding divides by the number of in-bounds window
+    // elements, which depends only on the output position: a constant of
+    // reciprocals over the output's spatial dims.
+    std::optional<unsigned> reciprocalCounts;
+    if (k == "AveragePool" && padded && !countIncludesPad) {
+      std::vector<int64_t> dims(t.dims().begin() + 2, t.dims().end());
+      int64_t total = 1;
+      for (int64_t d : dims) {
+        total *= d;
+      }
+      std::vector<double> values(total);
+      for (int64_t flat = 0; flat < total; ++flat) {
+        int64_t rest = flat, count = 1;
+        for (int64_t i = spatial - 1; i >= 0; --i) {
+          int64_t o = rest % dims[i];
+          rest /= dims[i];
+          int64_t inside = 0;
+          for (int64_t kk = 0; kk < kernel[i]; ++kk) {
+            int64_t at = o * strides[i] + kk * dilations[i] - pads[i];
+            inside += at >= 0 && at < x.dim(2 + i);
+          }
+          count *= inside;
+        }
+        if (count == 0) {
+          return op.emitError("a pooling window lies entirely in the padding");
+        }
+        values[flat] = 1.0 / count;
+      }
+      unsigned c = newTensor(op.result()->name() + "_inv_count",
+                             TensorType::ranked(t.elementType(), dims));
+      program_.tensors[c].constant =
+          graph::DenseData::fromDoubles(t.elementType(), values);
+      reciprocalCounts = c;
     }
     // Loops: n, [g], m (or c), out spatial..., [c per group], kernel spatial...
     bool grouped = group > 1;
@@ -956,6 +1261,9 @@ private:
       COMPILER_ASSIGN_OR_RETURN(unsigned bt, tensorFor(bias));
       ins.push_back(bt);
       eb.yield(eb.binary(SK::Add, eb.input(0), eb.input(1)));
+    } else if (reciprocalCounts) {
+      ins.push_back(*reciprocalCounts);
+      eb.yield(eb.binary(SK::Mul, eb.input(0), eb.input(1)));
     } else {
       int64_t window = 1;
       for (int64_t kk : kernel) {
@@ -974,6 +1282,13 @@ private:
       channel.numDims = rank;
       channel.results.push_back(AffineExpr::dim(rank, 1));
       e.inputs.push_back({ins[1], channel});
+    } else if (reciprocalCounts) {
+      AffineMap spatialMap;
+      spatialMap.numDims = rank;
+      for (unsigned i = 0; i < spatial; ++i) {
+        spatialMap.results.push_back(AffineExpr::dim(rank, 2 + i));
+      }
+      e.inputs.push_back({*reciprocalCounts, spatialMap});
     }
     COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
     e.output = {out, AffineMap::identity(rank)};

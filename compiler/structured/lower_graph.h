@@ -12,11 +12,14 @@ namespace osprey::compiler::structured {
 // elementwise and broadcast ops to all-parallel ops, Transpose/Slice/Pad to
 // copies with affine reads, Concat to padded shifted reads summed, Split to
 // one shifted copy per result, reductions, MatMul/Gemm to contractions, Conv and
-// pools to windowed reductions with padded reads; Softmax, LayerNormalization
-// and ReduceMean decompose into several ops; reshapes become views. Bias,
-// alpha/beta and averaging become separate elementwise ops that fusion puts
-// back as epilogues. Returns UNIMPLEMENTED naming the node for ops that have
-// no lowering yet (Gather, Resize, ConvTranspose, Shape) and
+// pools to windowed reductions with padded reads, ConvTranspose to a spreading
+// copy (strides > 1) and a stride-1 windowed reduction, Gather with constant
+// indices to summed padded reads (out-of-range indices are INVALID_ARGUMENT);
+// Softmax, LayerNormalization and ReduceMean decompose into several ops;
+// reshapes become views. Bias, alpha/beta and averaging become separate
+// elementwise ops that fusion puts back as epilogues. Returns UNIMPLEMENTED
+// naming the node for ops that have no lowering yet (Resize, Gather with
+// run-time indices; Shape must have been constant-folded) and
 // INVALID_ARGUMENT for dynamic shapes.
 absl::StatusOr<StructuredProgram> lowerToStructured(const graph::Graph &graph);
 

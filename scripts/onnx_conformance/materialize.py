@@ -1,0 +1,200 @@
+#!/usr/bin/python3
+"""Materializes ONNX backend node test cases for the operators Osprey supports.
+
+ONNX ships the generators of its backend node tests
+(onnx/backend/test/case/node/*.py) but, on Debian, not their data. This script
+runs the generators of the supported operators and writes, per case,
+OUT/<case>/model.onnx, OUT/<case>/input_<i>.npy and OUT/<case>/output_<i>.npy,
+plus OUT/manifest.json describing every case and how it is to be checked.
+
+Osprey compiles static-shape modules, so inputs that ONNX passes at run time
+but that are compile-time parameters in practice (shapes, axes, pads, indices,
+scales, clip bounds, normalization statistics, Where's condition) are moved
+into the graph as initializers; the data inputs stay run-time inputs.
+"""
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import warnings
+
+import numpy as np
+
+# onnx 1.12's generators use aliases numpy 1.24 removed.
+for _alias, _type in (("float", float), ("int", int), ("bool", bool),
+                      ("object", object), ("complex", complex), ("str", str)):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if not hasattr(np, _alias):
+            setattr(np, _alias, _type)
+
+import onnx  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
+
+# Operator -> generator module in onnx.backend.test.case.node.
+OPS = {
+    "Conv": "conv", "ConvTranspose": "convtranspose", "Gemm": "gemm",
+    "MatMul": "matmul", "Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div",
+    "Pow": "pow", "Sqrt": "sqrt", "Reciprocal": "reciprocal", "Exp": "exp",
+    "Log": "log", "Abs": "abs", "Neg": "neg", "Relu": "relu",
+    "LeakyRelu": "leakyrelu", "Clip": "clip", "Sigmoid": "sigmoid",
+    "HardSigmoid": "hardsigmoid", "HardSwish": "hardswish", "Tanh": "tanh",
+    "Erf": "erf", "BatchNormalization": "batchnorm", "MaxPool": "maxpool",
+    "AveragePool": "averagepool", "GlobalAveragePool": "globalaveragepool",
+    "Flatten": "flatten", "Reshape": "reshape", "Transpose": "transpose",
+    "Concat": "concat", "Split": "split", "Slice": "slice",
+    "Squeeze": "squeeze", "Unsqueeze": "unsqueeze", "Gather": "gather",
+    "Pad": "pad", "Expand": "expand", "Shape": "shape", "Constant": "constant",
+    "Identity": "identity", "Softmax": "softmax", "ReduceMean": "reducemean",
+    "ReduceSum": "reducesum", "ReduceMax": "reducemax",
+    "LayerNormalization": "layernormalization", "Resize": "resize",
+    "Cast": "cast", "Where": "where", "Equal": "equal", "Less": "less",
+    "Greater": "greater",
+}
+# Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
+# which has no generator for it.
+
+# Operator -> node input positions that become initializers.
+CONST_INPUTS = {
+    "Reshape": {1}, "Slice": {1, 2, 3, 4}, "Pad": {1, 2, 3}, "Expand": {1},
+    "Gather": {1}, "Split": {1}, "Squeeze": {1}, "Unsqueeze": {1},
+    "Resize": {1, 2, 3}, "ReduceSum": {1}, "ReduceMean": {1},
+    "ReduceMax": {1}, "Clip": {1, 2}, "BatchNormalization": {1, 2, 3, 4},
+    "Where": {0},
+}
+
+# Operator -> family; the test runner has one entry per family.
+FAMILIES = {
+    "conv": ["Conv", "ConvTranspose"],
+    "matmul": ["Gemm", "MatMul"],
+    "arith": ["Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Exp",
+              "Log", "Abs", "Neg"],
+    "activation": ["Relu", "LeakyRelu", "Clip", "Sigmoid", "HardSigmoid",
+                   "HardSwish", "Tanh", "Erf"],
+    "norm": ["BatchNormalization", "LayerNormalization", "Softmax"],
+    "pool": ["MaxPool", "AveragePool", "GlobalAveragePool"],
+    "shape": ["Flatten", "Reshape", "Transpose", "Concat", "Split", "Slice",
+              "Squeeze", "Unsqueeze", "Gather", "Pad", "Expand", "Shape",
+              "Constant", "Identity"],
+    "reduce": ["ReduceMean", "ReduceSum", "ReduceMax"],
+    "resize": ["Resize"],
+    "logic": ["Cast", "Where", "Equal", "Less", "Greater"],
+}
+
+
+def family_of(op):
+    for fam, ops in FAMILIES.items():
+        if op in ops:
+            return fam
+    raise KeyError(op)
+
+
+def collect(op):
+    """Runs the generator module of `op`; returns its TestCases."""
+    node_pkg = importlib.import_module("onnx.backend.test.case.node")
+    node_pkg._TargetOpType = op
+    start = len(node_pkg._NodeTestCases)
+    np.random.seed(0)
+    importlib.import_module("onnx.backend.test.case.node." + OPS[op])
+    return node_pkg._NodeTestCases[start:]
+
+
+MIN_OPSET = 11
+
+
+def bump_opset(model, op):
+    """Raises an opset below MIN_OPSET to MIN_OPSET when `op`'s schema is the
+    same at both versions (the model then means the same thing)."""
+    for opset in model.opset_import:
+        if opset.domain not in ("", "ai.onnx") or opset.version >= MIN_OPSET:
+            continue
+        old = onnx.defs.get_schema(op, opset.version).since_version
+        new = onnx.defs.get_schema(op, MIN_OPSET).since_version
+        if old == new:
+            opset.version = MIN_OPSET
+            if model.ir_version < 6:
+                model.ir_version = 6
+
+
+def materialize(op, case, out_dir):
+    """Writes one case; returns its manifest entry."""
+    entry = {"op": op, "family": family_of(op), "name": case.name}
+    model = onnx.ModelProto()
+    model.CopyFrom(case.model)
+    bump_opset(model, op)
+    graph = model.graph
+    inputs, outputs = case.data_sets[0]
+    if any(not isinstance(a, np.ndarray) for a in list(inputs) + list(outputs)):
+        entry["kind"] = "skip"
+        entry["reason"] = "sequence or optional values (not tensors)"
+        return entry
+    node_ops = {n.op_type for n in graph.node}
+    if not node_ops <= set(OPS):
+        entry["kind"] = "skip"
+        entry["reason"] = "expansion uses operators outside Osprey's list: " + \
+            ",".join(sorted(node_ops - set(OPS)))
+        return entry
+    const_names = set()
+    if len(graph.node) == 1:
+        node = graph.node[0]
+        for pos in CONST_INPUTS.get(op, ()):
+            if pos < len(node.input) and node.input[pos]:
+                const_names.add(node.input[pos])
+    run_inputs = []
+    new_inputs = []
+    for vi, arr in zip(list(graph.input), inputs):
+        if vi.name in const_names:
+            graph.initializer.append(numpy_helper.from_array(arr, vi.name))
+        else:
+            new_inputs.append(vi)
+            run_inputs.append(arr)
+    del graph.input[:]
+    graph.input.extend(new_inputs)
+
+    case_dir = os.path.join(out_dir, case.name)
+    os.makedirs(case_dir, exist_ok=True)
+    onnx.save(model, os.path.join(case_dir, "model.onnx"))
+    for i, arr in enumerate(run_inputs):
+        np.save(os.path.join(case_dir, "input_%d.npy" % i), arr)
+    for i, arr in enumerate(outputs):
+        np.save(os.path.join(case_dir, "output_%d.npy" % i), arr)
+    dtypes = sorted({str(a.dtype) for a in list(run_inputs) + list(outputs)})
+    if dtypes != ["float32"]:
+        entry["kind"] = "unsupported"
+        entry["reason"] = "element types " + ",".join(dtypes)
+    else:
+        entry["kind"] = "run"
+    entry["inputs"] = len(run_inputs)
+    entry["outputs"] = len(outputs)
+    return entry
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    manifest = []
+    for op in OPS:
+        try:
+            cases = collect(op)
+        except Exception as e:  # a generator that breaks on this numpy
+            manifest.append({"op": op, "family": family_of(op),
+                             "name": "generator:" + OPS[op], "kind": "skip",
+                             "reason": "generator failed: %s" % e})
+            continue
+        for case in cases:
+            manifest.append(materialize(op, case, args.out))
+    with open(os.path.join(args.out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+    kinds = {}
+    for e in manifest:
+        kinds[e["kind"]] = kinds.get(e["kind"], 0) + 1
+    print("materialized %d cases: %s" % (len(manifest), kinds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
