@@ -489,6 +489,9 @@ private:
     if (k == "ConvTranspose") {
       return lowerConvTranspose(op);
     }
+    if (k == "Resize") {
+      return lowerResize(op);
+    }
     if (k == "LayerNormalization") {
       return lowerLayerNorm(op);
     }
@@ -885,6 +888,210 @@ private:
     e.output = {out, AffineMap::identity(rank)};
     e.body.yield(e.body.binary(SK::Add, e.body.input(0), e.body.input(1)));
     program_.ops.push_back(std::move(e));
+    return absl::OkStatus();
+  }
+
+  // Input positions and weights that make up one output position of Resize
+  // along one axis.
+  using ResizeTaps = std::vector<std::pair<int64_t, double>>;
+
+  // Computes the taps of every output position along one axis, following the
+  // ONNX reference: the output coordinate maps back to x (coordinate
+  // transformation mode), whose two neighbours (clamped to the edge) are
+  // weighted linearly or one is picked (nearest mode).
+  static absl::StatusOr<std::vector<ResizeTaps>>
+  resizeTaps(const Op &op, int64_t in, int64_t out, double scale) {
+    std::string mode = op.getString("mode", "nearest");
+    std::string transform =
+        op.getString("coordinate_transformation_mode", "half_pixel");
+    std::string nearest = op.getString("nearest_mode", "round_prefer_floor");
+    double outWidth = scale * in;
+    std::vector<ResizeTaps> taps(out);
+    for (int64_t o = 0; o < out; ++o) {
+      double x;
+      if (transform == "half_pixel") {
+        x = (o + 0.5) / scale - 0.5;
+      } else if (transform == "pytorch_half_pixel") {
+        x = outWidth == 1 ? -0.5 : (o + 0.5) / scale - 0.5;
+      } else if (transform == "align_corners") {
+        x = outWidth == 1 ? 0.0 : o * double(in - 1) / (outWidth - 1);
+      } else if (transform == "asymmetric") {
+        x = o / scale;
+      } else if (transform == "tf_half_pixel_for_nearest") {
+        x = (o + 0.5) / scale;
+      } else {
+        return absl::UnimplementedError(
+            op.describe() + ": coordinate_transformation_mode '" + transform +
+            "' does not lower yet");
+      }
+      auto clampIndex = [&](int64_t i) {
+        return std::clamp<int64_t>(i, 0, in - 1);
+      };
+      double lo = std::floor(x);
+      if (lo == x) {
+        taps[o] = {{clampIndex(int64_t(lo)), 1.0}};
+        continue;
+      }
+      double ratio = x - lo;
+      int64_t i0 = clampIndex(int64_t(lo)), i1 = clampIndex(int64_t(lo) + 1);
+      if (mode == "nearest") {
+        bool up;
+        if (nearest == "round_prefer_floor") {
+          up = ratio > 0.5;
+        } else if (nearest == "round_prefer_ceil") {
+          up = ratio >= 0.5;
+        } else if (nearest == "floor") {
+          up = false;
+        } else if (nearest == "ceil") {
+          up = true;
+        } else {
+          return op.emitError("unknown nearest_mode '" + nearest + "'");
+        }
+        taps[o] = {{up ? i1 : i0, 1.0}};
+      } else if (i0 == i1) {
+        taps[o] = {{i0, 1.0}};
+      } else {
+        taps[o] = {{i0, 1.0 - ratio}, {i1, ratio}};
+      }
+    }
+    return taps;
+  }
+
+  // Resize (nearest, linear), one op per resized axis. An axis whose taps are
+  // single indices a * o + b is one affine read; an integer upsampling
+  // o -> o / s iterates (q, r) and writes s * q + r; anything else reads each
+  // tap shifted by I * (o' - o) along the axis (in bounds only at output o,
+  // padding 0 elsewhere) and sums the weighted reads, like Gather.
+  absl::Status lowerResize(const Op &op) {
+    constexpr size_t kMaxReads = 256;
+    const TensorType &x = op.operand(0)->type();
+    const TensorType &t = op.result()->type();
+    unsigned n = t.rank();
+    std::optional<std::vector<double>> scales;
+    if (op.operand(2)) {
+      scales = graph::getConstantFloats(op.operand(2));
+      if (scales && scales->empty()) {
+        scales.reset();
+      }
+    }
+    if (scales && scales->size() != n) {
+      return op.emitError("scales must list one factor per dimension");
+    }
+    std::vector<unsigned> axes;
+    std::vector<std::vector<ResizeTaps>> axisTaps;
+    for (unsigned a = 0; a < n; ++a) {
+      double scale = scales ? (*scales)[a] : double(t.dim(a)) / x.dim(a);
+      COMPILER_ASSIGN_OR_RETURN(auto taps,
+                                resizeTaps(op, x.dim(a), t.dim(a), scale));
+      bool identity = t.dim(a) == x.dim(a);
+      for (int64_t o = 0; o < t.dim(a) && identity; ++o) {
+        identity = taps[o].size() == 1 && taps[o][0].first == o;
+      }
+      if (!identity) {
+        axes.push_back(a);
+        axisTaps.push_back(std::move(taps));
+      }
+    }
+    COMPILER_ASSIGN_OR_RETURN(unsigned current, tensorFor(op.operand(0)));
+    std::vector<int64_t> dims = x.dims().vec();
+    if (axes.empty()) {
+      ScalarBody b;
+      b.yield(b.input(0));
+      return elementwise(op, op.result(), {op.operand(0)}, std::move(b));
+    }
+    for (size_t i = 0; i < axes.size(); ++i) {
+      unsigned a = axes[i];
+      const std::vector<ResizeTaps> &taps = axisTaps[i];
+      int64_t in = dims[a], out = t.dim(a);
+      dims[a] = out;
+      unsigned result;
+      if (i + 1 == axes.size()) {
+        COMPILER_ASSIGN_OR_RETURN(result, tensorFor(op.result()));
+      } else {
+        result = newTensor(op.result()->name() + "_axis" + std::to_string(a),
+                           TensorType::ranked(t.elementType(), dims));
+      }
+      StructuredOp s;
+      s.nodeName = op.nodeName();
+      bool single = true;
+      size_t reads = 0;
+      for (const ResizeTaps &tp : taps) {
+        single &= tp.size() == 1 && tp[0].second == 1.0;
+        reads += tp.size();
+      }
+      // Affine: f(o) = f(0) + (f(1) - f(0)) * o.
+      bool affine = single;
+      int64_t base = taps[0][0].first;
+      int64_t step = out > 1 ? taps[1][0].first - base : 0;
+      for (int64_t o = 0; o < out && affine; ++o) {
+        affine = taps[o][0].first == base + step * o;
+      }
+      // Integer upsampling: f(o) = o / s.
+      bool spread = single && !affine && out % in == 0;
+      int64_t factor = spread ? out / in : 1;
+      for (int64_t o = 0; o < out && spread; ++o) {
+        spread = taps[o][0].first == o / factor;
+      }
+      if (affine || !spread) {
+        s.bounds = dims;
+        s.iterators.assign(n, IteratorType::Parallel);
+        s.output = {result, AffineMap::identity(n)};
+        if (affine) {
+          AffineMap m = AffineMap::identity(n);
+          m.results[a] = AffineExpr::constantExpr(n, base);
+          m.results[a].coeffs[a] = step;
+          s.inputs.push_back({current, m});
+          s.body.yield(s.body.input(0));
+        } else {
+          if (reads > kMaxReads) {
+            return absl::UnimplementedError(
+                op.describe() + ": Resize along axis " + std::to_string(a) +
+                " needs " + std::to_string(reads) + " reads per element; "
+                "more than " + std::to_string(kMaxReads) +
+                " do not lower yet");
+          }
+          unsigned sum = 0;
+          bool first = true;
+          for (int64_t o = 0; o < out; ++o) {
+            for (const auto &[index, weight] : taps[o]) {
+              AffineMap m = AffineMap::identity(n);
+              m.results[a].coeffs[a] = in;
+              m.results[a].constant = index - in * o;
+              s.inputs.push_back({current, m, 0.0});
+              unsigned v = s.body.input(s.inputs.size() - 1);
+              if (weight != 1.0) {
+                v = s.body.binary(SK::Mul, v, s.body.constant(weight));
+              }
+              sum = first ? v : s.body.binary(SK::Add, sum, v);
+              first = false;
+            }
+          }
+          s.body.yield(sum);
+        }
+      } else {
+        // Loops: dims before a, q, r, dims after a.
+        unsigned loops = n + 1;
+        s.bounds.assign(dims.begin(), dims.begin() + a);
+        s.bounds.push_back(in);
+        s.bounds.push_back(factor);
+        s.bounds.insert(s.bounds.end(), dims.begin() + a + 1, dims.end());
+        s.iterators.assign(loops, IteratorType::Parallel);
+        AffineMap read, write;
+        read.numDims = write.numDims = loops;
+        for (unsigned d = 0; d < n; ++d) {
+          unsigned loop = d <= a ? d : d + 1;
+          read.results.push_back(AffineExpr::dim(loops, loop));
+          write.results.push_back(AffineExpr::dim(loops, loop));
+        }
+        write.results[a] = AffineExpr::dim(loops, a, factor);
+        write.results[a].coeffs[a + 1] = 1;
+        s.inputs.push_back({current, read});
+        s.output = {result, write};
+        s.body.yield(s.body.input(0));
+      }
+      program_.ops.push_back(std::move(s));
+      current = result;
+    }
     return absl::OkStatus();
   }
 

@@ -14,6 +14,7 @@ into the graph as initializers; the data inputs stay run-time inputs.
 """
 
 import argparse
+import dataclasses
 import importlib
 import json
 import os
@@ -177,6 +178,7 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     manifest = []
+    seen = set()
     for op in OPS:
         try:
             cases = collect(op)
@@ -186,6 +188,12 @@ def main():
                              "reason": "generator failed: %s" % e})
             continue
         for case in cases:
+            # onnx 1.12 reuses a few names; keep both cases apart.
+            base, i = case.name, 1
+            while case.name in seen:
+                i += 1
+                case = dataclasses.replace(case, name="%s_%d" % (base, i))
+            seen.add(case.name)
             manifest.append(materialize(op, case, args.out))
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
