@@ -50,7 +50,7 @@ constexpr OpInfo kOps[] = {
     {"GlobalAveragePool", 1, 1, 1, 1, TC::Float, r::globalPool, false},
     // Normalizations and reductions.
     {"BatchNormalization", 5, 5, 1, 1, TC::Float, r::batchNorm, false},
-    {"LayerNormalization", 2, 3, 1, 1, TC::Float, r::layerNorm, false},
+    {"LayerNormalization", 2, 3, 1, 3, TC::Float, r::layerNorm, false},
     {"Softmax", 1, 1, 1, 1, TC::Float, r::softmax, false},
     {"ReduceMean", 1, 2, 1, 1, TC::Numeric, r::reduce, false},
     {"ReduceSum", 1, 2, 1, 1, TC::Numeric, r::reduce, false},

@@ -992,6 +992,18 @@ absl::Status layerNorm(const Op &op, std::vector<TensorType> &out) {
     }
   }
   out = {x};
+  // Optional Mean and InvStdDev: the normalized dimensions reduced to 1.
+  if (op.numResults() > 1) {
+    TensorType stats = TensorType::unranked(ElementType::F32);
+    if (x.hasRank()) {
+      int64_t axis = op.getInt("axis", -1);
+      axis = axis < 0 ? axis + x.rank() : axis;
+      std::vector<int64_t> dims = x.dims().vec();
+      std::fill(dims.begin() + axis, dims.end(), 1);
+      stats = TensorType::ranked(ElementType::F32, dims);
+    }
+    out.resize(op.numResults(), stats);
+  }
   return absl::OkStatus();
 }
 

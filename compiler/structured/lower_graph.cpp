@@ -572,6 +572,28 @@ private:
                               elementwiseTemp(op, t, {x, sum}, std::move(cb), "_centered"));
     COMPILER_ASSIGN_OR_RETURN(unsigned sq, reduce(op, centered, reduced, true,
                                                   SK::Add, 0, true, "_sqsum"));
+    // Optional results: Mean = sum / N, InvStdDev = rsqrt(sq / N + eps), both
+    // of the reduced (keepdims) shape.
+    for (unsigned r = 1; r < op.numResults(); ++r) {
+      const TensorType &rt = op.result(r)->type();
+      unsigned rank = rt.rank();
+      StructuredOp st;
+      st.nodeName = op.nodeName();
+      st.bounds = rt.dims().vec();
+      st.iterators.assign(rank, IteratorType::Parallel);
+      st.inputs.push_back({r == 1 ? sum : sq, AffineMap::identity(rank)});
+      COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result(r)));
+      st.output = {out, AffineMap::identity(rank)};
+      unsigned scaled = st.body.binary(SK::Mul, st.body.input(0),
+                                       st.body.constant(1.0 / count));
+      if (r == 2) {
+        scaled = st.body.unary(
+            SK::Rsqrt, st.body.binary(SK::Add, scaled,
+                                      st.body.constant(op.getFloat("epsilon", 1e-5))));
+      }
+      st.body.yield(scaled);
+      program_.ops.push_back(std::move(st));
+    }
     // y = d * rsqrt(sq / N + eps) * scale + bias
     ScalarBody nb;
     unsigned inv = nb.unary(

@@ -523,8 +523,20 @@ private:
     }
     // Only the first output of these ops is supported.
     size_t results = node.output_size();
-    if (opType == "BatchNormalization" || opType == "MaxPool" ||
-        opType == "LayerNormalization") {
+    if (opType == "LayerNormalization") {
+      // Mean and InvStdDev are supported; an omitted output may only be
+      // followed by omitted outputs.
+      while (results > 1 && node.output(results - 1).empty()) {
+        --results;
+      }
+      for (size_t i = 1; i < results; ++i) {
+        if (node.output(i).empty()) {
+          return nodeError(node, index,
+                           "omitting output #" + std::to_string(i) +
+                               " while giving a later one is not supported");
+        }
+      }
+    } else if (opType == "BatchNormalization" || opType == "MaxPool") {
       for (int i = 1; i < node.output_size(); ++i) {
         if (!node.output(i).empty()) {
           return nodeError(node, index,
