@@ -127,6 +127,10 @@ def materialize(op, case, out_dir):
     bump_opset(model, op)
     graph = model.graph
     inputs, outputs = case.data_sets[0]
+    # Scalars (e.g. Clip's bounds) come as numpy scalars.
+    inputs = [np.asarray(a) if isinstance(a, np.generic) else a for a in inputs]
+    outputs = [np.asarray(a) if isinstance(a, np.generic) else a
+               for a in outputs]
     if any(not isinstance(a, np.ndarray) for a in list(inputs) + list(outputs)):
         entry["kind"] = "skip"
         entry["reason"] = "sequence or optional values (not tensors)"
