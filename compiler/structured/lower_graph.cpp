@@ -1147,6 +1147,99 @@ private:
     return absl::OkStatus();
   }
 
+  // Pad in edge or reflect mode, one op per padded axis: the interior is one
+  // read shifted by the begin pad (padding 0 outside it), and each position j
+  // of the pad bands reads its source src(j) shifted by I * (o - j) along the
+  // axis, which is in bounds only at o == j (padding 0 elsewhere); the body
+  // sums the reads, as for Gather.
+  absl::Status lowerPadMode(const Op &op, const std::string &mode) {
+    constexpr int64_t kMaxBand = 256;
+    const TensorType &x = op.operand(0)->type();
+    const TensorType &t = op.result()->type();
+    unsigned n = t.rank();
+    auto pads = graph::getConstantInts(op.operand(1));
+    if (!pads || op.operand(3)) {
+      return absl::UnimplementedError(
+          op.describe() + ": Pad needs constant pads and no axes operand");
+    }
+    if (pads->size() != 2 * n) {
+      return op.emitError("pads must list a begin and an end per dimension");
+    }
+    COMPILER_ASSIGN_OR_RETURN(unsigned current, tensorFor(op.operand(0)));
+    std::vector<int64_t> dims = x.dims().vec();
+    std::vector<unsigned> axes;
+    for (unsigned a = 0; a < n; ++a) {
+      int64_t pb = (*pads)[a], pe = (*pads)[a + n];
+      if (pb < 0 || pe < 0) {
+        return absl::UnimplementedError(
+            op.describe() + ": negative pads do not lower yet");
+      }
+      if (pb == 0 && pe == 0) {
+        continue;
+      }
+      if (x.dim(a) == 0 || (mode == "reflect" && (pb >= x.dim(a) ||
+                                                  pe >= x.dim(a)))) {
+        return op.emitError(mode + " padding of " + std::to_string(pb) + "/" +
+                            std::to_string(pe) + " on axis " +
+                            std::to_string(a) + " of extent " +
+                            std::to_string(x.dim(a)) + " has no source");
+      }
+      if (pb + pe > kMaxBand) {
+        return absl::UnimplementedError(
+            op.describe() + ": " + mode + " padding wider than " +
+            std::to_string(kMaxBand) + " on one axis does not lower yet");
+      }
+      axes.push_back(a);
+    }
+    if (axes.empty()) {
+      ScalarBody b;
+      b.yield(b.input(0));
+      return elementwise(op, op.result(), {op.operand(0)}, std::move(b));
+    }
+    for (size_t i = 0; i < axes.size(); ++i) {
+      unsigned a = axes[i];
+      int64_t in = dims[a], pb = (*pads)[a];
+      int64_t out = in + pb + (*pads)[a + n];
+      dims[a] = out;
+      unsigned result;
+      if (i + 1 == axes.size()) {
+        COMPILER_ASSIGN_OR_RETURN(result, tensorFor(op.result()));
+      } else {
+        result = newTensor(op.result()->name() + "_axis" + std::to_string(a),
+                           TensorType::ranked(t.elementType(), dims));
+      }
+      StructuredOp s;
+      s.nodeName = op.nodeName();
+      s.bounds = dims;
+      s.iterators.assign(n, IteratorType::Parallel);
+      AffineMap interior = AffineMap::identity(n);
+      interior.results[a].constant = -pb;
+      s.inputs.push_back({current, interior, 0.0});
+      unsigned sum = s.body.input(0);
+      for (int64_t j = 0; j < out; ++j) {
+        if (j == pb) {
+          j = pb + in - 1;
+          continue;
+        }
+        int64_t rel = j - pb;
+        int64_t src = mode == "edge" ? std::clamp<int64_t>(rel, 0, in - 1)
+                      : rel < 0      ? -rel
+                                     : 2 * (in - 1) - rel;
+        AffineMap m = AffineMap::identity(n);
+        m.results[a].coeffs[a] = in;
+        m.results[a].constant = src - in * j;
+        s.inputs.push_back({current, m, 0.0});
+        sum = s.body.binary(SK::Add, sum,
+                            s.body.input(s.inputs.size() - 1));
+      }
+      s.body.yield(sum);
+      s.output = {result, AffineMap::identity(n)};
+      program_.ops.push_back(std::move(s));
+      current = result;
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status lowerSliceOrPad(const Op &op) {
     const TensorType &in = op.operand(0)->type();
     const TensorType &t = op.result()->type();
@@ -1183,9 +1276,12 @@ private:
         m.results[axis].constant = b;
       }
     } else {
-      if (op.getString("mode", "constant") != "constant") {
-        return absl::UnimplementedError(
-            op.describe() + ": only constant-mode Pad lowers to structured ops");
+      std::string mode = op.getString("mode", "constant");
+      if (mode == "edge" || mode == "reflect") {
+        return lowerPadMode(op, mode);
+      }
+      if (mode != "constant") {
+        return op.emitError("unknown Pad mode '" + mode + "'");
       }
       auto pads = graph::getConstantInts(op.operand(1));
       if (!pads || op.operand(3)) {
