@@ -331,6 +331,37 @@ private:
       return elementwise(op, op.result(), {op.operand(0), op.operand(1)},
                          std::move(b));
     }
+    if (k == "Where" && op.operand(0)->type().elementType() == ElementType::Bool) {
+      if (auto mask = graph::getConstantInts(op.operand(0))) {
+        // A constant condition becomes an f32 0/1 mask compared in the body,
+        // so no i1 tensor is left for code generation.
+        std::vector<double> values(mask->begin(), mask->end());
+        TensorType maskType =
+            TensorType::ranked(ElementType::F32, op.operand(0)->type().dims().vec());
+        unsigned m = newTensor(op.result()->name() + "_mask", maskType);
+        program_.tensors[m].constant =
+            graph::DenseData::fromDoubles(ElementType::F32, values);
+        const TensorType &t = op.result()->type();
+        unsigned n = t.rank();
+        StructuredOp s;
+        s.nodeName = op.nodeName();
+        s.bounds = t.dims().vec();
+        s.iterators.assign(n, IteratorType::Parallel);
+        s.inputs.push_back({m, broadcastMap(maskType.dims(), t.dims(), n)});
+        for (unsigned i = 1; i < 3; ++i) {
+          COMPILER_ASSIGN_OR_RETURN(unsigned vt, tensorFor(op.operand(i)));
+          s.inputs.push_back(
+              {vt, broadcastMap(op.operand(i)->type().dims(), t.dims(), n)});
+        }
+        COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
+        s.output = {out, AffineMap::identity(n)};
+        s.body.yield(s.body.select(
+            s.body.binary(SK::CmpGt, s.body.input(0), s.body.constant(0.5)),
+            s.body.input(1), s.body.input(2)));
+        program_.ops.push_back(std::move(s));
+        return absl::OkStatus();
+      }
+    }
     if (k == "Where") {
       ScalarBody b;
       b.yield(b.select(b.input(0), b.input(1), b.input(2)));
