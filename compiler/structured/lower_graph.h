@@ -14,13 +14,15 @@ namespace osprey::compiler::structured {
 // one shifted copy per result, reductions, MatMul/Gemm to contractions, Conv and
 // pools to windowed reductions with padded reads, ConvTranspose to a spreading
 // copy (strides > 1) and a stride-1 windowed reduction, Gather with constant
-// indices to summed padded reads (out-of-range indices are INVALID_ARGUMENT);
-// Softmax, LayerNormalization and ReduceMean decompose into several ops;
-// reshapes become views. Bias, alpha/beta and averaging become separate
-// elementwise ops that fusion puts back as epilogues. Returns UNIMPLEMENTED
-// naming the node for ops that have no lowering yet (Resize, Gather with
-// run-time indices; Shape must have been constant-folded) and
-// INVALID_ARGUMENT for dynamic shapes.
+// indices to summed padded reads (out-of-range indices are INVALID_ARGUMENT),
+// Resize (nearest, linear) and edge/reflect Pad to one op per axis of affine,
+// spreading or summed shifted reads; Softmax, LayerNormalization and
+// ReduceMean decompose into several ops; reshapes become views. Bias,
+// alpha/beta and averaging become separate elementwise ops that fusion puts
+// back as epilogues. Returns UNIMPLEMENTED naming the node for what has no
+// lowering yet (Gather with run-time indices, Resize's tf_crop_and_resize;
+// Shape must have been constant-folded) and INVALID_ARGUMENT for dynamic
+// shapes.
 absl::StatusOr<StructuredProgram> lowerToStructured(const graph::Graph &graph);
 
 } // namespace osprey::compiler::structured
