@@ -11,6 +11,8 @@ Osprey compiles static-shape modules, so inputs that ONNX passes at run time
 but that are compile-time parameters in practice (shapes, axes, pads, indices,
 scales, clip bounds, normalization statistics, Where's condition) are moved
 into the graph as initializers; the data inputs stay run-time inputs.
+Cases for attribute combinations the ONNX generators leave out come from
+extra_cases.py (names starting with "osprey_").
 """
 
 import argparse
@@ -199,6 +201,9 @@ def main():
                 case = dataclasses.replace(case, name="%s_%d" % (base, i))
             seen.add(case.name)
             manifest.append(materialize(op, case, args.out))
+    import extra_cases
+    for op, case in extra_cases.cases():
+        manifest.append(materialize(op, case, args.out))
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     kinds = {}

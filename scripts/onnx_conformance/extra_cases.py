@@ -1,0 +1,139 @@
+"""Extra single-operator cases for attribute combinations that onnx 1.12's
+backend node tests do not cover (grouped/dilated Conv, grouped strided
+ConvTranspose, edge/reflect Pad on f32, Gather with 2-D indices on an inner
+axis, broadcast batched MatMul, negative Slice steps, 2-D linear Resize).
+References are computed here with plain numpy (loops for the convolutions,
+np.pad, np.take, np.matmul, slicing) and, for Resize, ONNX's own reference
+interpolation from the generator module."""
+
+import types
+
+import numpy as np
+import onnx
+from onnx import helper
+
+
+def _case(name, node, inputs, outputs, opset=13):
+    graph = helper.make_graph(
+        [node], name,
+        [helper.make_tensor_value_info(
+            n, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype], a.shape)
+         for n, a in zip([i for i in node.input if i], inputs)],
+        [helper.make_tensor_value_info(
+            n, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype], a.shape)
+         for n, a in zip(node.output, outputs)])
+    model = helper.make_model(graph,
+                              opset_imports=[helper.make_opsetid("", opset)])
+    return types.SimpleNamespace(name=name, model=model,
+                                 data_sets=[(inputs, outputs)])
+
+
+def _conv_ref(x, w, group, strides, dilations, pads):
+    n, c, h, wd = x.shape
+    m, cg, kh, kw = w.shape
+    xp = np.pad(x, [(0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])])
+    oh = (xp.shape[2] - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (xp.shape[3] - dilations[1] * (kw - 1) - 1) // strides[1] + 1
+    y = np.zeros((n, m, oh, ow), np.float64)
+    mg = m // group
+    for o in range(m):
+        g = o // mg
+        for i in range(oh):
+            for j in range(ow):
+                win = xp[:, g * cg:(g + 1) * cg,
+                         i * strides[0]:i * strides[0] + dilations[0] * (kh - 1) + 1:dilations[0],
+                         j * strides[1]:j * strides[1] + dilations[1] * (kw - 1) + 1:dilations[1]]
+                y[:, o, i, j] = (win * w[o]).sum(axis=(1, 2, 3))
+    return y.astype(np.float32)
+
+
+def _conv_transpose_ref(x, w, group, strides, pads, output_padding):
+    n, c, h, wd = x.shape
+    _, mg, kh, kw = w.shape
+    cg = c // group
+    fh = (h - 1) * strides[0] + kh + output_padding[0]
+    fw = (wd - 1) * strides[1] + kw + output_padding[1]
+    full = np.zeros((n, mg * group, fh, fw), np.float64)
+    for ci in range(c):
+        g = ci // cg
+        for i in range(h):
+            for j in range(wd):
+                full[:, g * mg:(g + 1) * mg,
+                     i * strides[0]:i * strides[0] + kh,
+                     j * strides[1]:j * strides[1] + kw] += \
+                    x[:, ci, i, j][:, None, None, None] * w[ci]
+    return full[:, :, pads[0]:fh - pads[2], pads[1]:fw - pads[3]].astype(
+        np.float32)
+
+
+def cases():
+    """Returns (op, case) pairs."""
+    rng = np.random.RandomState(7)
+    out = []
+
+    x = rng.randn(1, 4, 7, 7).astype(np.float32)
+    w = rng.randn(6, 2, 3, 3).astype(np.float32)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], group=2,
+                            dilations=[2, 2], pads=[1, 2, 2, 1])
+    out.append(("Conv", _case("osprey_conv_group_dilation_pads", node, [x, w],
+                              [_conv_ref(x, w, 2, [1, 1], [2, 2], [1, 2, 2, 1])])))
+
+    x = rng.randn(1, 4, 3, 4).astype(np.float32)
+    w = rng.randn(4, 3, 3, 3).astype(np.float32)
+    node = helper.make_node("ConvTranspose", ["x", "w"], ["y"], group=2,
+                            strides=[2, 2], pads=[1, 1, 1, 1],
+                            output_padding=[1, 1])
+    out.append(("ConvTranspose", _case(
+        "osprey_convtranspose_group_stride", node, [x, w],
+        [_conv_transpose_ref(x, w, 2, [2, 2], [1, 1, 1, 1], [1, 1])])))
+
+    x = rng.randn(2, 3, 4).astype(np.float32)
+    pads = np.array([0, 2, 1, 1, 1, 3], np.int64)
+    for mode in ("edge", "reflect"):
+        node = helper.make_node("Pad", ["x", "pads"], ["y"], mode=mode)
+        ref = np.pad(x, [(0, 1), (2, 1), (1, 3)], mode=mode)
+        out.append(("Pad", _case("osprey_pad_%s_f32" % mode, node,
+                                 [x, pads], [ref])))
+
+    data = rng.randn(3, 5, 2).astype(np.float32)
+    idx = np.array([[0, -1], [2, 3], [4, 4]], np.int64)
+    node = helper.make_node("Gather", ["data", "idx"], ["y"], axis=1)
+    out.append(("Gather", _case("osprey_gather_axis1_2d_indices", node,
+                                [data, idx], [np.take(data, idx, axis=1)])))
+
+    a = rng.randn(2, 1, 3, 4).astype(np.float32)
+    b = rng.randn(5, 4, 6).astype(np.float32)
+    node = helper.make_node("MatMul", ["a", "b"], ["y"])
+    out.append(("MatMul", _case("osprey_matmul_broadcast_batch", node, [a, b],
+                                [np.matmul(a, b)])))
+
+    x = rng.randn(6, 7).astype(np.float32)
+    starts = np.array([5, -2], np.int64)
+    ends = np.array([0, -100], np.int64)
+    axes = np.array([0, 1], np.int64)
+    steps = np.array([-2, -3], np.int64)
+    node = helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"],
+                            ["y"])
+    out.append(("Slice", _case("osprey_slice_negative_steps", node,
+                               [x, starts, ends, axes, steps],
+                               [x[5:0:-2, -2::-3]])))
+
+    from onnx.backend.test.case.node import resize as resize_gen
+    x = rng.randn(1, 2, 4, 5).astype(np.float32)
+    for mode, transform, scales in (
+            ("linear", "half_pixel", [1.0, 1.0, 2.0, 1.5]),
+            ("linear", "align_corners", [1.0, 1.0, 1.5, 0.6]),
+            ("nearest", "asymmetric", [1.0, 1.0, 3.0, 2.0])):
+        scales = np.array(scales, np.float32)
+        node = helper.make_node("Resize", ["x", "", "scales"], ["y"],
+                                mode=mode,
+                                coordinate_transformation_mode=transform)
+        coeffs = (resize_gen.linear_coeffs if mode == "linear" else
+                  resize_gen.nearest_coeffs)
+        ref = resize_gen.interpolate_nd(
+            x, coeffs, scale_factors=scales,
+            coordinate_transformation_mode=transform).astype(np.float32)
+        out.append(("Resize", _case(
+            "osprey_resize_%s_%s" % (mode, transform), node, [x, scales],
+            [ref])))
+    return out
