@@ -4,7 +4,8 @@ ConvTranspose, edge/reflect Pad on f32, Gather with 2-D indices on an inner
 axis, broadcast batched MatMul, negative Slice steps, 2-D linear Resize).
 References are computed here with plain numpy (loops for the convolutions,
 np.pad, np.take, np.matmul, slicing) and, for Resize, ONNX's own reference
-interpolation from the generator module."""
+interpolation from the generator module. Cases with an `expect_reject` reason
+must be rejected by the compiler (kind "reject")."""
 
 import types
 
@@ -117,6 +118,17 @@ def cases():
     out.append(("Slice", _case("osprey_slice_negative_steps", node,
                                [x, starts, ends, axes, steps],
                                [x[5:0:-2, -2::-3]])))
+
+    # Out-of-range constant Gather indices (ONNX: an error) must be rejected
+    # at compile time with an error naming the node, never read.
+    data = rng.randn(3, 4).astype(np.float32)
+    for name, bad in (("high", 4), ("low", -5)):
+        idx = np.array([1, bad], np.int64)
+        node = helper.make_node("Gather", ["data", "idx"], ["y"], axis=1)
+        case = _case("osprey_gather_index_out_of_range_" + name, node,
+                     [data, idx], [np.zeros((3, 2), np.float32)])
+        case.expect_reject = "index %d is out of range for an axis of 4" % bad
+        out.append(("Gather", case))
 
     from onnx.backend.test.case.node import resize as resize_gen
     x = rng.randn(1, 2, 4, 5).astype(np.float32)

@@ -168,7 +168,10 @@ def materialize(op, case, out_dir):
     for i, arr in enumerate(outputs):
         np.save(os.path.join(case_dir, "output_%d.npy" % i), arr)
     dtypes = sorted({str(a.dtype) for a in list(run_inputs) + list(outputs)})
-    if dtypes != ["float32"]:
+    if getattr(case, "expect_reject", None):
+        entry["kind"] = "reject"
+        entry["reason"] = case.expect_reject
+    elif dtypes != ["float32"]:
         entry["kind"] = "unsupported"
         entry["reason"] = "element types " + ",".join(dtypes)
     else:

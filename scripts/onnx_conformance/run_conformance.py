@@ -7,6 +7,9 @@ For every case of the selected families in MANIFEST (see materialize.py):
   kind "unsupported": element types Osprey does not compile; osprey-compile
                       must reject the model with an error (exit code 1, no
                       crash) and write no module.
+  kind "reject":      invalid models (e.g. out-of-range constant indices);
+                      osprey-compile must reject them the same way, with an
+                      error naming the node.
   kind "skip":        not a tensor-only single-op model; counted only.
 A failing case fails the run unless it matches an entry of the expected-failure
 list; a listed case that passes also fails the run. A per-operator summary
@@ -58,8 +61,9 @@ def run_case(args, case):
                               timeout=120)
     except subprocess.TimeoutExpired:
         return False, "osprey-compile timed out"
-    if case["kind"] == "unsupported":
-        if proc.returncode == 1 and not os.path.exists(module):
+    if case["kind"] in ("unsupported", "reject"):
+        names_node = case["kind"] == "unsupported" or "node '" in proc.stderr
+        if proc.returncode == 1 and not os.path.exists(module) and names_node:
             return True, last_line(proc.stderr)
         return False, "expected a clean rejection (%s), got exit code %d: %s" % (
             case["reason"], proc.returncode, last_line(proc.stderr))
@@ -114,7 +118,7 @@ def main():
     for case in cases:
         row = table.setdefault(case["op"], {"passed": 0, "failed": 0,
                                             "xfail": 0, "unsupported": 0,
-                                            "skipped": 0})
+                                            "rejected": 0, "skipped": 0})
         if case["kind"] == "skip":
             row["skipped"] += 1
             results.append({"name": case["name"], "op": case["op"],
@@ -124,6 +128,8 @@ def main():
         reason = expected_reason(case["name"], xfails)
         if case["kind"] == "unsupported" and ok:
             result = "unsupported"
+        elif case["kind"] == "reject" and ok:
+            result = "rejected"
         elif ok and reason is None:
             result = "passed"
         elif ok:
@@ -145,13 +151,13 @@ def main():
 
     print()
     print("| Operator | passed | failed | expected failures | unsupported types "
-          "| skipped |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    totals = [0] * 5
+          "| invalid, rejected | skipped |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    totals = [0] * 6
     for op in sorted(table):
         r = table[op]
         counts = [r["passed"], r["failed"], r["xfail"], r["unsupported"],
-                  r["skipped"]]
+                  r["rejected"], r["skipped"]]
         totals = [a + b for a, b in zip(totals, counts)]
         print("| %s | %s |" % (op, " | ".join(str(c) for c in counts)))
     print("| **total** | %s |" % " | ".join(str(c) for c in totals))
