@@ -953,7 +953,8 @@ private:
   // transformation mode), whose two neighbours (clamped to the edge) are
   // weighted linearly or one is picked (nearest mode).
   static absl::StatusOr<std::vector<ResizeTaps>>
-  resizeTaps(const Op &op, int64_t in, int64_t out, double scale) {
+  resizeTaps(const Op &op, int64_t in, int64_t out, double scale,
+             std::vector<double> *coords = nullptr) {
     std::string mode = op.getString("mode", "nearest");
     std::string transform =
         op.getString("coordinate_transformation_mode", "half_pixel");
@@ -976,6 +977,9 @@ private:
         return absl::UnimplementedError(
             op.describe() + ": coordinate_transformation_mode '" + transform +
             "' does not lower yet");
+      }
+      if (coords) {
+        coords->push_back(x);
       }
       auto clampIndex = [&](int64_t i) {
         return std::clamp<int64_t>(i, 0, in - 1);
@@ -1032,10 +1036,12 @@ private:
     }
     std::vector<unsigned> axes;
     std::vector<std::vector<ResizeTaps>> axisTaps;
+    std::vector<std::vector<double>> axisCoords;
     for (unsigned a = 0; a < n; ++a) {
       double scale = scales ? (*scales)[a] : double(t.dim(a)) / x.dim(a);
-      COMPILER_ASSIGN_OR_RETURN(auto taps,
-                                resizeTaps(op, x.dim(a), t.dim(a), scale));
+      std::vector<double> coords;
+      COMPILER_ASSIGN_OR_RETURN(
+          auto taps, resizeTaps(op, x.dim(a), t.dim(a), scale, &coords));
       bool identity = t.dim(a) == x.dim(a);
       for (int64_t o = 0; o < t.dim(a) && identity; ++o) {
         identity = taps[o].size() == 1 && taps[o][0].first == o;
@@ -1043,6 +1049,7 @@ private:
       if (!identity) {
         axes.push_back(a);
         axisTaps.push_back(std::move(taps));
+        axisCoords.push_back(std::move(coords));
       }
     }
     COMPILER_ASSIGN_OR_RETURN(unsigned current, tensorFor(op.operand(0)));
@@ -1085,7 +1092,91 @@ private:
       for (int64_t o = 0; o < out && spread; ++o) {
         spread = taps[o][0].first == o / factor;
       }
-      if (affine || !spread) {
+      // Linear upsampling by an integer factor f whose source coordinate is
+      // q + base[r] + ratio[r] for o = f * q + r (half_pixel, asymmetric):
+      // edge-pad the axis by 1, then iterate (q, r) writing f * q + r, with
+      // phase rho's two taps read at q + base + 1 (+1) shifted by
+      // (I + 2) * (r - rho), in bounds only for r == rho.
+      int64_t phases = out / in;
+      bool periodic = !single && out % in == 0 && phases > 1 &&
+                      phases * 2 <= int64_t(kMaxReads);
+      std::vector<int64_t> phaseBase(periodic ? phases : 0);
+      std::vector<double> phaseRatio(periodic ? phases : 0);
+      for (int64_t r = 0; r < phases && periodic; ++r) {
+        double c = axisCoords[i][r];
+        phaseBase[r] = int64_t(std::floor(c));
+        phaseRatio[r] = c - std::floor(c);
+        periodic = phaseBase[r] == -1 || phaseBase[r] == 0;
+      }
+      for (int64_t o = 0; o < out && periodic; ++o) {
+        int64_t q = o / phases, r = o % phases;
+        periodic = std::fabs(axisCoords[i][o] -
+                             (q + phaseBase[r] + phaseRatio[r])) < 1e-9;
+      }
+      if (periodic) {
+        std::vector<int64_t> padDims = dims;
+        padDims[a] = in + 2;
+        unsigned padded = newTensor(
+            op.result()->name() + "_edge" + std::to_string(a),
+            TensorType::ranked(t.elementType(), padDims));
+        StructuredOp p;
+        p.nodeName = op.nodeName();
+        p.bounds = padDims;
+        p.iterators.assign(n, IteratorType::Parallel);
+        AffineMap interior = AffineMap::identity(n);
+        interior.results[a].constant = -1;
+        AffineMap first = AffineMap::identity(n);
+        first.results[a].coeffs[a] = in;
+        AffineMap last = first;
+        last.results[a].constant = in - 1 - in * (in + 1);
+        p.inputs.push_back({current, interior, 0.0});
+        p.inputs.push_back({current, first, 0.0});
+        p.inputs.push_back({current, last, 0.0});
+        p.body.yield(p.body.binary(
+            SK::Add, p.body.binary(SK::Add, p.body.input(0), p.body.input(1)),
+            p.body.input(2)));
+        p.output = {padded, AffineMap::identity(n)};
+        program_.ops.push_back(std::move(p));
+        // Loops: dims before a, q, r, dims after a.
+        unsigned loops = n + 1;
+        s.bounds.assign(dims.begin(), dims.begin() + a);
+        s.bounds.push_back(in);
+        s.bounds.push_back(phases);
+        s.bounds.insert(s.bounds.end(), dims.begin() + a + 1, dims.end());
+        s.iterators.assign(loops, IteratorType::Parallel);
+        AffineMap write;
+        write.numDims = loops;
+        AffineMap read = write;
+        for (unsigned d = 0; d < n; ++d) {
+          unsigned loop = d <= a ? d : d + 1;
+          read.results.push_back(AffineExpr::dim(loops, loop));
+          write.results.push_back(AffineExpr::dim(loops, loop));
+        }
+        write.results[a] = AffineExpr::dim(loops, a, phases);
+        write.results[a].coeffs[a + 1] = 1;
+        unsigned sum = 0;
+        bool firstRead = true;
+        for (int64_t rho = 0; rho < phases; ++rho) {
+          for (int64_t k = 0; k < 2; ++k) {
+            double weight = k == 0 ? 1.0 - phaseRatio[rho] : phaseRatio[rho];
+            if (weight == 0.0) {
+              continue;
+            }
+            AffineMap m = read;
+            m.results[a].coeffs[a + 1] = in + 2;
+            m.results[a].constant = phaseBase[rho] + 1 + k - (in + 2) * rho;
+            s.inputs.push_back({padded, m, 0.0});
+            unsigned v = s.body.input(s.inputs.size() - 1);
+            if (weight != 1.0) {
+              v = s.body.binary(SK::Mul, v, s.body.constant(weight));
+            }
+            sum = firstRead ? v : s.body.binary(SK::Add, sum, v);
+            firstRead = false;
+          }
+        }
+        s.body.yield(sum);
+        s.output = {result, write};
+      } else if (affine || !spread) {
         s.bounds = dims;
         s.iterators.assign(n, IteratorType::Parallel);
         s.output = {result, AffineMap::identity(n)};

@@ -134,6 +134,7 @@ def cases():
     x = rng.randn(1, 2, 4, 5).astype(np.float32)
     for mode, transform, scales in (
             ("linear", "half_pixel", [1.0, 1.0, 2.0, 1.5]),
+            ("linear", "asymmetric", [1.0, 1.0, 4.0, 3.0]),
             ("linear", "align_corners", [1.0, 1.0, 1.5, 0.6]),
             ("nearest", "asymmetric", [1.0, 1.0, 3.0, 2.0])):
         scales = np.array(scales, np.float32)
