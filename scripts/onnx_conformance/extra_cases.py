@@ -1,7 +1,8 @@
 """Extra single-operator cases for attribute combinations that onnx 1.12's
 backend node tests do not cover (grouped/dilated Conv, grouped strided
 ConvTranspose, edge/reflect Pad on f32, Gather with 2-D indices on an inner
-axis, broadcast batched MatMul, negative Slice steps, 2-D linear Resize).
+axis, broadcast batched MatMul, negative Slice steps, 2-D linear Resize) and
+for Gelu, which onnx 1.12 does not know.
 References are computed here with plain numpy (loops for the convolutions,
 np.pad, np.take, np.matmul, slicing) and, for Resize, ONNX's own reference
 interpolation from the generator module. Cases with an `expect_reject` reason
@@ -118,6 +119,23 @@ def cases():
     out.append(("Slice", _case("osprey_slice_negative_steps", node,
                                [x, starts, ends, axes, steps],
                                [x[5:0:-2, -2::-3]])))
+
+    # Gelu (ONNX opset 20, newer than onnx 1.12 and than the opsets Osprey
+    # reads) is accepted by Osprey as an extension in opset <= 18 models.
+    import math
+    x = np.concatenate([np.linspace(-6, 6, 49),
+                        rng.randn(15) * 3]).astype(np.float32).reshape(4, 16)
+    xd = x.astype(np.float64)
+    erf = np.vectorize(math.erf)
+    refs = {
+        "none": 0.5 * xd * (1 + erf(xd / math.sqrt(2))),
+        "tanh": 0.5 * xd * (1 + np.tanh(math.sqrt(2 / math.pi) *
+                                        (xd + 0.044715 * xd ** 3))),
+    }
+    for approx, ref in refs.items():
+        node = helper.make_node("Gelu", ["x"], ["y"], approximate=approx)
+        out.append(("Gelu", _case("osprey_gelu_" + approx, node, [x],
+                                  [ref.astype(np.float32)], opset=18)))
 
     # Out-of-range constant Gather indices (ONNX: an error) must be rejected
     # at compile time with an error naming the node, never read.

@@ -87,6 +87,10 @@ FAMILIES = {
 }
 
 
+FAMILIES["activation"].append("Gelu")  # cases from extra_cases.py only
+SUPPORTED = set(OPS) | {"Gelu"}
+
+
 def family_of(op):
     for fam, ops in FAMILIES.items():
         if op in ops:
@@ -138,10 +142,10 @@ def materialize(op, case, out_dir):
         entry["reason"] = "sequence or optional values (not tensors)"
         return entry
     node_ops = {n.op_type for n in graph.node}
-    if not node_ops <= set(OPS):
+    if not node_ops <= SUPPORTED:
         entry["kind"] = "skip"
         entry["reason"] = "expansion uses operators outside Osprey's list: " + \
-            ",".join(sorted(node_ops - set(OPS)))
+            ",".join(sorted(node_ops - SUPPORTED))
         return entry
     const_names = set()
     if len(graph.node) == 1:
