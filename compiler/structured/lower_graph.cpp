@@ -693,7 +693,8 @@ private:
   // post]. Read j indexes the gathered axis with idx[j] + D * (p - j), where p
   // is the linear position in the index dimensions and D the axis length, so
   // it is in bounds exactly where p == j (padding 0 elsewhere) and the body
-  // sums the reads, as for Concat. Indices are checked here: an index outside
+  // sums the reads, as for Concat; a 1-D arithmetic progression of indices is
+  // one affine read instead. Indices are checked here: an index outside
   // [-D, D) is an error naming the node, never an out-of-bounds read.
   absl::Status lowerGather(const Op &op) {
     constexpr size_t kMaxIndices = 64;
@@ -710,15 +711,49 @@ private:
           ": Gather with indices computed at run time does not lower yet "
           "(indices must be constant)");
     }
+    unsigned n = t.rank();
+    unsigned q = indexType.rank();
+    int64_t d = data.dim(axis);
+    for (size_t j = 0; j < indices->size(); ++j) {
+      int64_t v = (*indices)[j];
+      if (v < -d || v >= d) {
+        return op.emitError("index " + std::to_string(v) + " at position " +
+                            std::to_string(j) + " is out of range [" +
+                            std::to_string(-d) + ", " + std::to_string(d) +
+                            ")");
+      }
+      (*indices)[j] = v < 0 ? v + d : v;
+    }
+    // A 1-D index list that is an arithmetic progression is one affine read.
+    if (q == 1 && indices->size() > 1) {
+      int64_t base = (*indices)[0], step = (*indices)[1] - base;
+      bool affine = true;
+      for (size_t j = 0; j < indices->size() && affine; ++j) {
+        affine = (*indices)[j] == base + step * int64_t(j);
+      }
+      if (affine) {
+        AffineMap m = AffineMap::identity(n);
+        m.results[axis] = AffineExpr::constantExpr(n, base);
+        m.results[axis].coeffs[axis] = step;
+        StructuredOp s;
+        s.nodeName = op.nodeName();
+        s.bounds = t.dims().vec();
+        s.iterators.assign(n, IteratorType::Parallel);
+        COMPILER_ASSIGN_OR_RETURN(unsigned dt, tensorFor(op.operand(0)));
+        s.inputs.push_back({dt, m});
+        s.body.yield(s.body.input(0));
+        COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
+        s.output = {out, AffineMap::identity(n)};
+        program_.ops.push_back(std::move(s));
+        return absl::OkStatus();
+      }
+    }
     if (indices->empty() || indices->size() > kMaxIndices) {
       return absl::UnimplementedError(
           op.describe() + ": Gather lowers with 1 to " +
           std::to_string(kMaxIndices) + " constant indices, got " +
           std::to_string(indices->size()));
     }
-    unsigned n = t.rank();
-    unsigned q = indexType.rank();
-    int64_t d = data.dim(axis);
     // Row-major strides of the index dimensions.
     std::vector<int64_t> strides(q, 1);
     for (int64_t i = int64_t(q) - 2; i >= 0; --i) {
@@ -733,13 +768,6 @@ private:
     unsigned sum = 0;
     for (size_t j = 0; j < indices->size(); ++j) {
       int64_t v = (*indices)[j];
-      if (v < -d || v >= d) {
-        return op.emitError("index " + std::to_string(v) + " at position " +
-                            std::to_string(j) + " is out of range [" +
-                            std::to_string(-d) + ", " + std::to_string(d) +
-                            ")");
-      }
-      v = v < 0 ? v + d : v;
       AffineMap m;
       m.numDims = n;
       for (int64_t a = 0; a < axis; ++a) {

@@ -103,6 +103,12 @@ def cases():
     out.append(("Gather", _case("osprey_gather_axis1_2d_indices", node,
                                 [data, idx], [np.take(data, idx, axis=1)])))
 
+    data = rng.randn(7, 3).astype(np.float32)
+    idx = np.array([-1, 4, 2, 0], np.int64)
+    node = helper.make_node("Gather", ["data", "idx"], ["y"], axis=0)
+    out.append(("Gather", _case("osprey_gather_progression", node,
+                                [data, idx], [np.take(data, idx, axis=0)])))
+
     a = rng.randn(2, 1, 3, 4).astype(np.float32)
     b = rng.randn(5, 4, 6).astype(np.float32)
     node = helper.make_node("MatMul", ["a", "b"], ["y"])
