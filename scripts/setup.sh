@@ -23,6 +23,8 @@ packages=(
   libonnx-dev libprotobuf-dev protobuf-compiler
   # Model and test-data scripts (run with /usr/bin/python3).
   python3 python3-numpy python3-onnx
+  # Real-model tests export torchvision architectures (fixed random weights).
+  python3-torch python3-torchvision
   # Bare-metal cross builds and emulation.
   gcc-arm-none-eabi picolibc-arm-none-eabi libstdc++-arm-none-eabi-picolibc
   gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf
