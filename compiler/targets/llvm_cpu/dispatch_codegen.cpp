@@ -223,6 +223,7 @@ private:
   // for (iv = lo; iv < hi; ++iv) body(iv)
   void loop(llvm::Value *lo, llvm::Value *hi, const llvm::Twine &name,
             llvm::function_ref<void(llvm::Value *)> body) {
+    bool scalar = scalarLoops_;
     llvm::BasicBlock *pre = b_.GetInsertBlock();
     llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "loop", fn_);
     llvm::BasicBlock *bodyBlock = llvm::BasicBlock::Create(ctx_, "body", fn_);
@@ -237,7 +238,16 @@ private:
     llvm::Value *next = b_.CreateAdd(iv, idx(1), "", /*HasNUW=*/true,
                                      /*HasNSW=*/true);
     iv->addIncoming(next, b_.GetInsertBlock());
-    b_.CreateBr(header);
+    llvm::BranchInst *latch = b_.CreateBr(header);
+    if (scalar) {
+      llvm::Metadata *off[] = {
+          llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+          llvm::ConstantAsMetadata::get(b_.getFalse())};
+      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx_, off)};
+      llvm::MDNode *id = llvm::MDNode::getDistinct(ctx_, ops);
+      id->replaceOperandWith(0, id);
+      latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+    }
     b_.SetInsertPoint(exit);
   }
 
@@ -334,7 +344,14 @@ private:
       b_.CreateStore(f32(*root.init), slot);
     });
     absl::Status status = absl::OkStatus();
+    // The loop vectorizer would vectorize a convolution's reduction loops
+    // (gathers across input channels, one horizontal sum per accumulator)
+    // instead of the output-contiguous block; with the reduction loops kept
+    // scalar, the SLP vectorizer turns the unrolled block into vector FMAs.
+    // ResNet-18 0.69 -> 0.44 s (docs/performance.md).
+    scalarLoops_ = root.classify() == structured::OpClass::Convolution;
     nest(reduction, 0, lo, hi, ivs, [&] {
+      scalarLoops_ = false;
       forBlock([&](llvm::Value *slot) {
         if (!status.ok()) {
           return;
@@ -572,6 +589,8 @@ private:
   llvm::Function *fn_ = nullptr;
   llvm::Value *acc_ = nullptr;
   llvm::AllocaInst *accBlock_ = nullptr;
+  // Set while emitting loops the loop vectorizer must leave alone.
+  bool scalarLoops_ = false;
   std::map<unsigned, llvm::Value *> bindings_;
   std::map<unsigned, llvm::Value *> internal_;
 };
