@@ -17,6 +17,31 @@ bool isMapOnlyCopy(const StructuredProgram &p, const StructuredOp &op) {
          op.output.map.isIdentity() && !p.tensors[op.output.tensor].isOutput;
 }
 
+// Whether an index is inside |copy|'s output exactly when the index it reads
+// is inside |copy|'s input. A padded read of the output can then be replaced
+// by a padded read of the input; otherwise the output's extent (a prefix
+// slice, a broadcast axis) decides which reads yield the padding value, and
+// folding would expose input elements outside it.
+bool keepsExtent(const StructuredProgram &p, const StructuredOp &copy) {
+  const OperandAccess &in = copy.inputs[0];
+  llvm::ArrayRef<int64_t> inDims = p.tensors[in.tensor].type.dims();
+  if (in.map.results.size() != inDims.size()) {
+    return false;
+  }
+  std::vector<bool> covered(copy.bounds.size(), false);
+  for (size_t k = 0; k < in.map.results.size(); ++k) {
+    std::optional<unsigned> d = in.map.results[k].asDim();
+    if (!d) {
+      continue; // constant index, inside the input for a well-formed copy
+    }
+    if (*d >= copy.bounds.size() || copy.bounds[*d] != inDims[k]) {
+      return false;
+    }
+    covered[*d] = true;
+  }
+  return std::all_of(covered.begin(), covered.end(), [](bool c) { return c; });
+}
+
 void inlineCopies(StructuredProgram &p) {
   std::vector<bool> dead(p.ops.size(), false);
   for (unsigned i = 0; i < p.ops.size(); ++i) {
@@ -26,8 +51,14 @@ void inlineCopies(StructuredProgram &p) {
     }
     std::vector<unsigned> users = p.consumers(copy.output.tensor);
     bool ok = !users.empty();
+    bool extentKept = keepsExtent(p, copy);
     for (unsigned u : users) {
       ok &= !p.ops[u].isView;
+      for (const OperandAccess &in : p.ops[u].inputs) {
+        if (in.tensor == copy.output.tensor && in.padValue) {
+          ok &= extentKept;
+        }
+      }
     }
     if (!ok) {
       continue;

@@ -327,8 +327,25 @@ def passthrough(rng):
         {"x": f32(rng, (2, 3, 4), 1.0)}
 
 
+def chunk_concat(rng):
+    # The first chunk starts at 0 and is read by Concat with padding: its
+    # extent (half the channels) must survive fusion.
+    inits = {"sizes": np.array([4, 4], dtype=np.int64),
+             "two": np.array(2.0, dtype=np.float32)}
+    n = helper.make_node
+    nodes = [
+        n("Split", ["x", "sizes"], ["a", "b"], name="split", axis=1),
+        n("Mul", ["b", "two"], ["b2"], name="mul"),
+        n("Concat", ["a", "b2"], ["y"], name="concat", axis=1),
+    ]
+    return make("chunk_concat", nodes, [tensor("x", [1, 8, 4, 4])],
+                [tensor("y", [1, 8, 4, 4])], inits), \
+        {"x": f32(rng, (1, 8, 4, 4), 1.0)}
+
+
 MODELS = [mlp, conv_net, elementwise, matmul_residual, depthwise_pools,
-          attention_block, split_concat, reshape_outputs, passthrough]
+          attention_block, split_concat, reshape_outputs, passthrough,
+          chunk_concat]
 
 
 def main():
