@@ -34,15 +34,24 @@ Status WaitAny(const SemaphoreList& list, int64_t deadline_ns) {
 
 }  // namespace
 
+bool ParseDeviceParamUint64(const char* text, uint64_t max, uint64_t* out_value) {
+  if (!text || !*text) return false;
+  uint64_t value = 0;
+  for (const char* p = text; *p; ++p) {
+    if (*p < '0' || *p > '9') return false;
+    const uint64_t digit = uint64_t(*p - '0');
+    if (value > max / 10) return false;
+    value *= 10;
+    if (digit > max - value) return false;
+    value += digit;
+  }
+  *out_value = value;
+  return true;
+}
+
 Status Device::WaitSemaphores(WaitMode mode, const SemaphoreList& semaphores,
                               int64_t deadline_ns) {
-  if (semaphores.semaphores.size() != semaphores.values.size()) {
-    return InvalidArgumentError("semaphore list has %zu semaphores but %zu values",
-                                semaphores.semaphores.size(), semaphores.values.size());
-  }
-  for (size_t i = 0; i < semaphores.size(); ++i) {
-    if (!semaphores.semaphores[i]) return InvalidArgumentError("semaphore %zu is null", i);
-  }
+  OSPREY_RETURN_IF_ERROR(semaphores.Validate("wait"));
   if (semaphores.size() == 0) return OkStatus();
   if (mode == WaitMode::kAll || semaphores.size() == 1) {
     for (size_t i = 0; i < semaphores.size(); ++i) {

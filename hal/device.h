@@ -52,6 +52,10 @@ struct DeviceParam {
   const char* value;
 };
 
+// Parses a device param value as a decimal integer in [0, |max|]. Returns
+// false for null, empty, non-digit or out-of-range text.
+bool ParseDeviceParamUint64(const char* text, uint64_t max, uint64_t* out_value);
+
 }  // namespace osprey::hal
 
 #endif  // OSPREY_HAL_DEVICE_H_

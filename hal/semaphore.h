@@ -41,6 +41,10 @@ struct SemaphoreList {
   std::span<Semaphore* const> semaphores;  // Borrowed.
   std::span<const uint64_t> values;
   size_t size() const { return semaphores.size(); }
+
+  // INVALID_ARGUMENT if the two spans differ in length or a semaphore is
+  // null; |what| names the list in the message ("wait", "signal").
+  Status Validate(const char* what) const;
 };
 
 }  // namespace osprey::hal

@@ -47,30 +47,6 @@ class InlineExecutor final : public CommandHandler {
   uint32_t local_memory_size_;
 };
 
-bool ParseUint64(const char* text, uint64_t* out) {
-  if (!text || !*text) return false;
-  uint64_t value = 0;
-  for (const char* p = text; *p; ++p) {
-    if (*p < '0' || *p > '9') return false;
-    uint64_t digit = uint64_t(*p - '0');
-    if (value > (UINT64_MAX - digit) / 10) return false;
-    value = value * 10 + digit;
-  }
-  *out = value;
-  return true;
-}
-
-Status CheckList(const hal::SemaphoreList& list, const char* what) {
-  if (list.semaphores.size() != list.values.size()) {
-    return InvalidArgumentError("%s semaphore list has %zu semaphores but %zu values", what,
-                                list.semaphores.size(), list.values.size());
-  }
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (!list.semaphores[i]) return InvalidArgumentError("%s semaphore %zu is null", what, i);
-  }
-  return OkStatus();
-}
-
 }  // namespace
 
 Status CpuSyncDevice::ParseParams(std::span<const hal::DeviceParam> params,
@@ -79,14 +55,14 @@ Status CpuSyncDevice::ParseParams(std::span<const hal::DeviceParam> params,
     const char* key = param.key ? param.key : "";
     uint64_t value = 0;
     if (strcmp(key, "wait_timeout_ms") == 0) {
-      if (!ParseUint64(param.value, &value) || value > uint64_t(INT64_MAX / 1000000)) {
+      if (!hal::ParseDeviceParamUint64(param.value, UINT64_MAX, &value) || value > uint64_t(INT64_MAX / 1000000)) {
         return InvalidArgumentError("cpu-sync param wait_timeout_ms='%s' is not a valid number "
                                     "of milliseconds",
                                     param.value ? param.value : "");
       }
       options->wait_timeout_ns = int64_t(value) * 1000000;
     } else if (strcmp(key, "local_memory_size") == 0) {
-      if (!ParseUint64(param.value, &value) || value > UINT32_MAX) {
+      if (!hal::ParseDeviceParamUint64(param.value, UINT64_MAX, &value) || value > UINT32_MAX) {
         return InvalidArgumentError("cpu-sync param local_memory_size='%s' is not a valid byte "
                                     "count",
                                     param.value ? param.value : "");
@@ -179,8 +155,8 @@ Status CpuSyncDevice::Execute(const hal::SemaphoreList& wait,
 Status CpuSyncDevice::QueueExecute(const hal::SemaphoreList& wait,
                                    std::span<hal::CommandBuffer* const> command_buffers,
                                    const hal::SemaphoreList& signal) {
-  OSPREY_RETURN_IF_ERROR(CheckList(wait, "wait"));
-  OSPREY_RETURN_IF_ERROR(CheckList(signal, "signal"));
+  OSPREY_RETURN_IF_ERROR(wait.Validate("wait"));
+  OSPREY_RETURN_IF_ERROR(signal.Validate("signal"));
   for (size_t i = 0; i < command_buffers.size(); ++i) {
     if (!hal::local::RecordingCommandBuffer::Cast(command_buffers[i])) {
       return InvalidArgumentError(

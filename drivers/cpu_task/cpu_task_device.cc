@@ -23,14 +23,9 @@ using hal::local::SemaphoreTimepoint;
 
 namespace {
 
-bool ParseUint32(const char* text, uint32_t* out_value) {
-  if (!text || !*text) return false;
+bool ParseUint32Param(const char* text, uint32_t* out_value) {
   uint64_t value = 0;
-  for (const char* p = text; *p; ++p) {
-    if (*p < '0' || *p > '9') return false;
-    value = value * 10 + uint64_t(*p - '0');
-    if (value > 0xFFFFFFFFull) return false;
-  }
+  if (!hal::ParseDeviceParamUint64(text, UINT32_MAX, &value)) return false;
   *out_value = uint32_t(value);
   return true;
 }
@@ -44,7 +39,7 @@ Status ParseDeviceParams(std::span<const hal::DeviceParam> params,
     const char* value = param.value ? param.value : "";
     if (strcmp(key, "task_workers") == 0) {
       uint32_t count = 0;
-      if (!ParseUint32(value, &count) || count == 0 || count > task::Executor::kMaxWorkers) {
+      if (!ParseUint32Param(value, &count) || count == 0 || count > task::Executor::kMaxWorkers) {
         return InvalidArgumentError("task_workers='%s' must be a number in [1, %u]", value,
                                     unsigned(task::Executor::kMaxWorkers));
       }
@@ -52,7 +47,7 @@ Status ParseDeviceParams(std::span<const hal::DeviceParam> params,
     } else if (strcmp(key, "task_affinity") == 0) {
       if (strcmp(value, "none") == 0) {
         options->pin_workers = false;
-      } else if (ParseUint32(value, &options->first_processor)) {
+      } else if (ParseUint32Param(value, &options->first_processor)) {
         options->pin_workers = true;
       } else {
         return InvalidArgumentError(
@@ -60,7 +55,7 @@ Status ParseDeviceParams(std::span<const hal::DeviceParam> params,
       }
     } else if (strcmp(key, "task_local_memory") == 0) {
       uint32_t bytes = 0;
-      if (!ParseUint32(value, &bytes) || bytes > (64u << 20)) {
+      if (!ParseUint32Param(value, &bytes) || bytes > (64u << 20)) {
         return InvalidArgumentError("task_local_memory='%s' must be a byte count up to 64 MiB",
                                     value);
       }
@@ -136,17 +131,6 @@ StatusOr<ref_ptr<hal::ExecutableCache>> CpuTaskDevice::CreateExecutableCache() {
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-Status CheckSemaphoreList(const hal::SemaphoreList& list, const char* what) {
-  if (list.semaphores.size() != list.values.size()) {
-    return InvalidArgumentError("%s list has %zu semaphores but %zu values", what,
-                                list.semaphores.size(), list.values.size());
-  }
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (!list.semaphores[i]) return InvalidArgumentError("%s semaphore %zu is null", what, i);
-  }
-  return OkStatus();
-}
 
 // What one QueueExecute keeps until it completes; lives in the submission's
 // scratch arena. Resources are retained by hand (the arena runs no
@@ -386,8 +370,8 @@ Status BuildSubmission(task::Submission* submission, uint32_t worker_count,
 Status CpuTaskDevice::QueueExecute(const hal::SemaphoreList& wait,
                                    std::span<hal::CommandBuffer* const> command_buffers,
                                    const hal::SemaphoreList& signal) {
-  OSPREY_RETURN_IF_ERROR(CheckSemaphoreList(wait, "wait"));
-  OSPREY_RETURN_IF_ERROR(CheckSemaphoreList(signal, "signal"));
+  OSPREY_RETURN_IF_ERROR(wait.Validate("wait"));
+  OSPREY_RETURN_IF_ERROR(signal.Validate("signal"));
   for (size_t i = 0; i < command_buffers.size(); ++i) {
     if (!command_buffers[i]) return InvalidArgumentError("command buffer %zu is null", i);
     if (!hal::local::RecordingCommandBuffer::Cast(command_buffers[i])) {
@@ -483,7 +467,7 @@ Status CpuTaskDevice::WaitSemaphores(hal::WaitMode mode, const hal::SemaphoreLis
   if (mode == hal::WaitMode::kAll || semaphores.size() <= 1) {
     return hal::Device::WaitSemaphores(mode, semaphores, deadline_ns);
   }
-  OSPREY_RETURN_IF_ERROR(CheckSemaphoreList(semaphores, "wait"));
+  OSPREY_RETURN_IF_ERROR(semaphores.Validate("wait"));
   void* memory = nullptr;
   OSPREY_RETURN_IF_ERROR(host_allocator_->Allocate(sizeof(AnyWaitEntry) * semaphores.size(),
                                                    alignof(AnyWaitEntry), &memory),

@@ -53,30 +53,6 @@ class NpuCommandBuffer final : public hal::local::RecordingCommandBuffer {
   friend class osprey::Allocator;
 };
 
-bool ParseUint64(const char* text, uint64_t* out) {
-  if (!text || !*text) return false;
-  uint64_t value = 0;
-  for (const char* p = text; *p; ++p) {
-    if (*p < '0' || *p > '9') return false;
-    const uint64_t digit = uint64_t(*p - '0');
-    if (value > (UINT64_MAX - digit) / 10) return false;
-    value = value * 10 + digit;
-  }
-  *out = value;
-  return true;
-}
-
-Status CheckList(const hal::SemaphoreList& list, const char* what) {
-  if (list.semaphores.size() != list.values.size()) {
-    return InvalidArgumentError("%s semaphore list has %zu semaphores but %zu values", what,
-                                list.semaphores.size(), list.values.size());
-  }
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (!list.semaphores[i]) return InvalidArgumentError("%s semaphore %zu is null", what, i);
-  }
-  return OkStatus();
-}
-
 }  // namespace
 
 //===----------------------------------------------------------------------===//
@@ -327,7 +303,7 @@ Status NpuDevice::ParseParams(std::span<const hal::DeviceParam> params,
     const char* key = param.key ? param.key : "";
     const char* text = param.value ? param.value : "";
     uint64_t value = 0;
-    const bool numeric = ParseUint64(text, &value);
+    const bool numeric = hal::ParseDeviceParamUint64(text, UINT64_MAX, &value);
     auto bad = [&](const char* what) {
       return InvalidArgumentError("npu device param %s='%s' is not %s", key, text, what);
     };
@@ -600,8 +576,8 @@ Status NpuDevice::ExecuteAndSignal(const hal::SemaphoreList& wait,
 Status NpuDevice::QueueExecute(const hal::SemaphoreList& wait,
                                std::span<hal::CommandBuffer* const> command_buffers,
                                const hal::SemaphoreList& signal) {
-  OSPREY_RETURN_IF_ERROR(CheckList(wait, "wait"));
-  OSPREY_RETURN_IF_ERROR(CheckList(signal, "signal"));
+  OSPREY_RETURN_IF_ERROR(wait.Validate("wait"));
+  OSPREY_RETURN_IF_ERROR(signal.Validate("signal"));
   for (size_t i = 0; i < command_buffers.size(); ++i) {
     if (!hal::local::RecordingCommandBuffer::Cast(command_buffers[i])) {
       return InvalidArgumentError("command buffer %zu is null or was not created by an npu device",

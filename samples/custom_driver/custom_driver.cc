@@ -49,17 +49,6 @@ class Executor final : public hal::local::CommandHandler {
   }
 };
 
-Status CheckList(const hal::SemaphoreList& list, const char* what) {
-  if (list.semaphores.size() != list.values.size()) {
-    return osprey::InvalidArgumentError("%s semaphore list has %zu semaphores but %zu values",
-                                        what, list.semaphores.size(), list.values.size());
-  }
-  for (size_t i = 0; i < list.size(); ++i) {
-    if (!list.semaphores[i]) return osprey::InvalidArgumentError("%s semaphore %zu is null", what, i);
-  }
-  return OkStatus();
-}
-
 class CustomDevice final : public hal::Device {
  public:
   CustomDevice(Allocator* host_allocator, int64_t wait_timeout_ns)
@@ -93,8 +82,8 @@ class CustomDevice final : public hal::Device {
   Status QueueExecute(const hal::SemaphoreList& wait,
                       std::span<hal::CommandBuffer* const> command_buffers,
                       const hal::SemaphoreList& signal) override {
-    OSPREY_RETURN_IF_ERROR(CheckList(wait, "wait"));
-    OSPREY_RETURN_IF_ERROR(CheckList(signal, "signal"));
+    OSPREY_RETURN_IF_ERROR(wait.Validate("wait"));
+    OSPREY_RETURN_IF_ERROR(signal.Validate("signal"));
     for (size_t i = 0; i < command_buffers.size(); ++i) {
       if (!hal::local::RecordingCommandBuffer::Cast(command_buffers[i])) {
         return osprey::InvalidArgumentError("command buffer %zu is null or foreign", i);
