@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "hal/local/host_buffer.h"
+
 namespace osprey::drivers::npu {
 
 using hal::BufferCompatibility;
@@ -12,38 +14,6 @@ using hal::DeviceSize;
 using hal::MemoryAccess;
 using hal::MemoryType;
 using ull = unsigned long long;
-
-// Host memory, owned or imported.
-class HostBuffer final : public hal::Buffer {
- public:
-  HostBuffer(NpuAllocator* allocator, const BufferParams& params, DeviceSize length,
-             uint8_t* data, bool owned, hal::ReleaseCallback release)
-      : Buffer(allocator, params.type, params.usage, params.access, 0, length),
-        allocator_(allocator),
-        data_(data),
-        owned_(owned),
-        release_(release) {}
-  ~HostBuffer() override {
-    if (owned_) {
-      allocator_->host_allocator_->Free(data_);
-      allocator_->bytes_allocated_.fetch_sub(byte_length());
-    } else if (release_.fn) {
-      release_.fn(release_.user_data, data_);
-    }
-  }
-
- protected:
-  Status MapRangeImpl(MemoryAccess, DeviceSize offset, DeviceSize, uint8_t** out_data) override {
-    *out_data = data_ + offset;
-    return OkStatus();
-  }
-
- private:
-  ref_ptr<NpuAllocator> allocator_;
-  uint8_t* data_;
-  bool owned_;
-  hal::ReleaseCallback release_;
-};
 
 // A range of the SRAM pool. The host never maps it (its memory type lacks
 // kHostVisible, which Buffer::MapRange checks); MapRangeImpl serves the
@@ -184,8 +154,9 @@ StatusOr<ref_ptr<hal::Buffer>> NpuAllocator::AllocateBuffer(const BufferParams& 
   OSPREY_RETURN_IF_ERROR(
       host_allocator_->Allocate(length ? size_t(length) : 1, size_t(alignment), &data),
       "allocating an npu host buffer of %llu bytes", (ull)length);
-  auto buffer = MakeRef<HostBuffer>(host_allocator_, this, resolved, length,
-                                    static_cast<uint8_t*>(data), true, hal::ReleaseCallback{});
+  auto buffer = MakeRef<hal::local::HostBuffer>(host_allocator_, this, resolved, length,
+                                                 static_cast<uint8_t*>(data), host_allocator_,
+                                                 &bytes_allocated_, hal::ReleaseCallback{});
   if (!buffer.ok()) {
     host_allocator_->Free(data);
     return std::move(buffer).status();
@@ -210,8 +181,9 @@ StatusOr<ref_ptr<hal::Buffer>> NpuAllocator::ImportBuffer(const BufferParams& pa
                                 (ull)resolved.min_alignment);
   }
   OSPREY_ASSIGN_OR_RETURN(auto buffer,
-                          MakeRef<HostBuffer>(host_allocator_, this, resolved, length,
-                                              static_cast<uint8_t*>(memory), false, release));
+                          MakeRef<hal::local::HostBuffer>(host_allocator_, this, resolved, length,
+                                                          static_cast<uint8_t*>(memory), nullptr,
+                                                          nullptr, release));
   return ref_ptr<hal::Buffer>(std::move(buffer));
 }
 

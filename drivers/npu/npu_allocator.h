@@ -53,7 +53,6 @@ class NpuAllocator final : public hal::Allocator {
   uint64_t pool_bytes() const { return pool_bytes_; }
 
  private:
-  friend class HostBuffer;
   friend class SramBuffer;
   friend class osprey::Allocator;
   NpuAllocator(osprey::Allocator* host_allocator, uint8_t* pool, uint64_t pool_bytes)

@@ -4,43 +4,11 @@
 #include <cstdint>
 #include <utility>
 
+#include "hal/local/host_buffer.h"
+
 namespace osprey::hal::local {
 
 using ull = unsigned long long;
-
-// A buffer whose contents are host memory, owned (allocated) or imported.
-class HeapBuffer final : public Buffer {
- public:
-  HeapBuffer(HeapAllocator* allocator, const BufferParams& params, DeviceSize length,
-             uint8_t* data, bool owned, ReleaseCallback release)
-      : Buffer(allocator, params.type, params.usage, params.access, 0, length),
-        allocator_(allocator),
-        data_(data),
-        owned_(owned),
-        release_(release) {}
-
-  ~HeapBuffer() override {
-    if (owned_) {
-      allocator_->data_allocator_->Free(data_);
-      allocator_->bytes_allocated_.fetch_sub(byte_length());
-    } else if (release_.fn) {
-      release_.fn(release_.user_data, data_);
-    }
-  }
-
- protected:
-  Status MapRangeImpl(MemoryAccess access, DeviceSize offset, DeviceSize length,
-                      uint8_t** out_data) override {
-    *out_data = data_ + offset;
-    return OkStatus();
-  }
-
- private:
-  ref_ptr<HeapAllocator> allocator_;  // Keeps the memory source alive.
-  uint8_t* data_;
-  bool owned_;
-  ReleaseCallback release_;
-};
 
 StatusOr<ref_ptr<HeapAllocator>> HeapAllocator::Create(osprey::Allocator* host_allocator,
                                                        osprey::Allocator* data_allocator) {
@@ -125,8 +93,9 @@ StatusOr<ref_ptr<Buffer>> HeapAllocator::AllocateBuffer(const BufferParams& para
   OSPREY_RETURN_IF_ERROR(
       data_allocator_->Allocate(length ? size_t(length) : 1, size_t(alignment), &data),
       "allocating a buffer of %llu bytes", (ull)length);
-  auto buffer = MakeRef<HeapBuffer>(host_allocator_, this, resolved, length,
-                                    static_cast<uint8_t*>(data), true, ReleaseCallback{});
+  auto buffer = MakeRef<HostBuffer>(host_allocator_, this, resolved, length,
+                                    static_cast<uint8_t*>(data), data_allocator_,
+                                    &bytes_allocated_, ReleaseCallback{});
   if (!buffer.ok()) {
     data_allocator_->Free(data);
     return std::move(buffer).status();
@@ -148,8 +117,9 @@ StatusOr<ref_ptr<Buffer>> HeapAllocator::ImportBuffer(const BufferParams& params
                                 (ull)resolved.min_alignment);
   }
   OSPREY_ASSIGN_OR_RETURN(auto buffer,
-                          MakeRef<HeapBuffer>(host_allocator_, this, resolved, length,
-                                              static_cast<uint8_t*>(memory), false, release));
+                          MakeRef<HostBuffer>(host_allocator_, this, resolved, length,
+                                              static_cast<uint8_t*>(memory), nullptr, nullptr,
+                                              release));
   return ref_ptr<Buffer>(std::move(buffer));
 }
 

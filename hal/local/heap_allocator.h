@@ -51,7 +51,6 @@ class HeapAllocator final : public hal::Allocator {
   static Status CheckParams(const BufferParams& params, DeviceSize length);
 
  private:
-  friend class HeapBuffer;
   template <typename T, typename... Args>
   friend StatusOr<ref_ptr<T>> osprey::MakeRef(osprey::Allocator*, Args&&...);
   friend class osprey::Allocator;  // Constructs through Allocator::New.
