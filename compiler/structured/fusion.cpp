@@ -58,6 +58,9 @@ void inlineCopies(StructuredProgram &p) {
         if (in.tensor == copy.output.tensor && in.padValue) {
           ok &= extentKept;
         }
+        // An indirect index names a dimension of the copy's output, which a
+        // composed map would renumber.
+        ok &= !(in.tensor == copy.output.tensor && in.indirect);
       }
     }
     if (!ok) {
@@ -96,10 +99,173 @@ bool readsGroupByIdentity(const StructuredProgram &p, const StructuredOp &op,
   return true;
 }
 
+// Whether input |in| reads loop |d| (any result depends on it).
+bool readsLoop(const OperandAccess &in, unsigned d) {
+  for (const AffineExpr &e : in.map.results) {
+    if (d < e.coeffs.size() && e.coeffs[d] != 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Largest divisor of |bound| in [1, limit].
+int64_t largestDivisorUpTo(int64_t bound, int64_t limit) {
+  for (int64_t t = std::min(bound, limit); t > 1; --t) {
+    if (bound % t == 0) {
+      return t;
+    }
+  }
+  return 1;
+}
+
+} // namespace
+
+std::optional<GemmPlan> planGemm(const StructuredProgram &p,
+                                 const StructuredOp &root) {
+  OpClass cls = root.classify();
+  if ((cls != OpClass::Contraction && cls != OpClass::Convolution) ||
+      root.inputs.size() != 2 || !root.init || !root.output.map.isProjectedPermutation() ||
+      root.output.map.results.empty()) {
+    return std::nullopt;
+  }
+  size_t n = root.bounds.size();
+  for (const OperandAccess &in : root.inputs) {
+    if (in.indirect || in.map.numDims != n) {
+      return std::nullopt;
+    }
+    for (const AffineExpr &e : in.map.results) {
+      if (e.coeffs.size() != n) {
+        return std::nullopt;
+      }
+    }
+  }
+  unsigned inner = *root.output.map.results.back().asDim();
+  GemmPlan plan;
+  bool r0 = readsLoop(root.inputs[0], inner);
+  bool r1 = readsLoop(root.inputs[1], inner);
+  if (r0 == r1) {
+    return std::nullopt;
+  }
+  plan.b = r0 ? 0 : 1;
+  plan.a = 1 - plan.b;
+  const OperandAccess &a = root.inputs[plan.a];
+  const OperandAccess &b = root.inputs[plan.b];
+  if (a.padValue) {
+    return std::nullopt;
+  }
+  // A's linear offset as an affine function of the loops.
+  llvm::ArrayRef<int64_t> aDims = p.tensors[a.tensor].type.dims();
+  if (aDims.size() != a.map.results.size()) {
+    return std::nullopt;
+  }
+  plan.aStrides.assign(n, 0);
+  int64_t stride = 1;
+  for (size_t k = aDims.size(); k-- > 0;) {
+    const AffineExpr &e = a.map.results[k];
+    for (size_t d = 0; d < n; ++d) {
+      plan.aStrides[d] += e.coeffs[d] * stride;
+    }
+    plan.aOffset += e.constant * stride;
+    stride *= aDims[k];
+  }
+  int mLoop = -1;
+  for (const AffineExpr &e : root.output.map.results) {
+    unsigned d = *e.asDim();
+    if (root.iterators[d] != IteratorType::Parallel) {
+      return std::nullopt;
+    }
+    bool ra = readsLoop(a, d), rb = readsLoop(b, d);
+    if (ra && rb) {
+      plan.batchLoops.push_back(d);
+    } else if (ra) {
+      if (root.bounds[d] == 1) {
+        plan.batchLoops.push_back(d);
+      } else if (mLoop >= 0) {
+        return std::nullopt;
+      } else {
+        mLoop = static_cast<int>(d);
+      }
+    } else {
+      plan.nLoops.push_back(d);
+    }
+  }
+  if (mLoop < 0 || root.bounds[mLoop] < 4 || plan.nLoops.empty()) {
+    return std::nullopt;
+  }
+  plan.mLoop = static_cast<unsigned>(mLoop);
+  // Reduction loops flatten into one k when, ordered by A stride, each
+  // stride is the next one's times its extent. Extent-1 loops go last.
+  std::vector<unsigned> unit;
+  for (unsigned d = 0; d < n; ++d) {
+    if (root.iterators[d] == IteratorType::Parallel) {
+      continue;
+    }
+    (root.bounds[d] == 1 ? unit : plan.kLoops).push_back(d);
+  }
+  std::stable_sort(plan.kLoops.begin(), plan.kLoops.end(),
+                   [&](unsigned x, unsigned y) {
+                     return plan.aStrides[x] > plan.aStrides[y];
+                   });
+  for (size_t i = 0; i < plan.kLoops.size(); ++i) {
+    int64_t s = plan.aStrides[plan.kLoops[i]];
+    int64_t next = i + 1 < plan.kLoops.size()
+                       ? plan.aStrides[plan.kLoops[i + 1]] *
+                             root.bounds[plan.kLoops[i + 1]]
+                       : s;
+    if (s <= 0 || s != next) {
+      return std::nullopt;
+    }
+  }
+  if (plan.kLoops.empty()) {
+    return std::nullopt;
+  }
+  plan.kLoops.insert(plan.kLoops.end(), unit.begin(), unit.end());
+  return plan;
+}
+
+namespace {
+
+// Tiles of a root with a GemmPlan: about kPanelPixels flattened N elements
+// (whole inner rows where they fit, divisors preferred so tiles are full) by
+// up to kPanelRows of M; batch loops get tiles of 1. Sized for a panel that
+// stays in L2 and an accumulator block of at most 64 KiB.
+void chooseGemmTiles(const StructuredOp &root, const GemmPlan &plan,
+                     std::vector<int64_t> &tiles) {
+  constexpr int64_t kPanelPixels = 112;
+  constexpr int64_t kPanelRows = 128;
+  int64_t budget = kPanelPixels;
+  for (auto it = plan.nLoops.rbegin(); it != plan.nLoops.rend(); ++it) {
+    int64_t bound = std::max<int64_t>(1, root.bounds[*it]);
+    int64_t t;
+    if (bound <= budget) {
+      t = bound;
+    } else {
+      t = largestDivisorUpTo(bound, budget);
+      if (t < budget / 2) {
+        t = budget;
+      }
+    }
+    tiles[*it] = t;
+    budget = std::max<int64_t>(1, budget / t);
+  }
+  int64_t m = std::max<int64_t>(1, root.bounds[plan.mLoop]);
+  int64_t mt = m;
+  if (m > kPanelRows) {
+    mt = largestDivisorUpTo(m, kPanelRows);
+    mt = mt < kPanelRows / 2 ? kPanelRows : mt;
+  }
+  tiles[plan.mLoop] = mt;
+  for (unsigned d : plan.batchLoops) {
+    tiles[d] = 1;
+  }
+}
+
 // Tile sizes and workgroup grid for |root|: parallel loops ordered by how
 // late they appear in the output map (the last result is contiguous in
 // memory) get tiles; reduction loops stay whole.
-void chooseTiles(const StructuredOp &root, FusionGroup &group) {
+void chooseTiles(const StructuredProgram &p, const StructuredOp &root,
+                 FusionGroup &group) {
   size_t n = root.bounds.size();
   group.tileSizes.assign(n, 0);
   std::vector<unsigned> order; // innermost first
@@ -115,7 +281,11 @@ void chooseTiles(const StructuredOp &root, FusionGroup &group) {
   }
   bool contraction = root.classify() == OpClass::Contraction ||
                      root.classify() == OpClass::Convolution;
-  for (size_t i = 0; i < order.size(); ++i) {
+  std::optional<GemmPlan> gemm = planGemm(p, root);
+  if (gemm) {
+    chooseGemmTiles(root, *gemm, group.tileSizes);
+  }
+  for (size_t i = 0; i < order.size() && !gemm; ++i) {
     int64_t want = i == 0 ? (contraction ? 16 : 64) : (i == 1 && contraction ? 8 : 1);
     int64_t bound = root.bounds[order[i]];
     // Prefer a tile that divides the loop (down to a quarter of the wanted
@@ -189,7 +359,7 @@ absl::Status fuseAndTile(StructuredProgram &p) {
     }
   }
   for (FusionGroup &group : p.groups) {
-    chooseTiles(p.ops[group.root], group);
+    chooseTiles(p, p.ops[group.root], group);
   }
   return absl::OkStatus();
 }

@@ -706,10 +706,7 @@ private:
     axis = axis < 0 ? axis + rank : axis;
     auto indices = graph::getConstantInts(op.operand(1));
     if (!indices) {
-      return absl::UnimplementedError(
-          op.describe() +
-          ": Gather with indices computed at run time does not lower yet "
-          "(indices must be constant)");
+      return lowerIndirectGather(op, axis);
     }
     unsigned n = t.rank();
     unsigned q = indexType.rank();
@@ -748,11 +745,15 @@ private:
         return absl::OkStatus();
       }
     }
-    if (indices->empty() || indices->size() > kMaxIndices) {
-      return absl::UnimplementedError(
-          op.describe() + ": Gather lowers with 1 to " +
-          std::to_string(kMaxIndices) + " constant indices, got " +
-          std::to_string(indices->size()));
+    if (indices->size() > kMaxIndices) {
+      // Past a few indices one read per index costs more than reading the
+      // (already checked) index tensor.
+      return lowerIndirectGather(op, axis);
+    }
+    if (indices->empty()) {
+      return absl::UnimplementedError(op.describe() +
+                                      ": Gather with no indices does not "
+                                      "lower (empty result)");
     }
     // Row-major strides of the index dimensions.
     std::vector<int64_t> strides(q, 1);
@@ -790,6 +791,58 @@ private:
       sum = j == 0 ? r : s.body.binary(SK::Add, sum, r);
     }
     s.body.yield(sum);
+    COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
+    s.output = {out, AffineMap::identity(n)};
+    program_.ops.push_back(std::move(s));
+    return absl::OkStatus();
+  }
+
+  // Gather whose indices are read at run time: out[pre, j..., post] =
+  // data[pre, idx[j...], post], one indirect read of the data along |axis|.
+  // Negative indices wrap; the generated code checks every index and fails
+  // the dispatch on one outside [-D, D).
+  absl::Status lowerIndirectGather(const Op &op, int64_t axis) {
+    const TensorType &data = op.operand(0)->type();
+    const TensorType &indexType = op.operand(1)->type();
+    const TensorType &t = op.result()->type();
+    ElementType it = indexType.elementType();
+    if (it != ElementType::I32 && it != ElementType::I64) {
+      return op.emitError("indices have element type " +
+                          graph::elementTypeName(it).str() +
+                          "; Gather takes i32 or i64 indices");
+    }
+    unsigned n = t.rank();
+    unsigned q = indexType.rank();
+    int64_t rank = data.rank();
+    if (int64_t(n) != rank - 1 + q) {
+      return op.emitError("result rank " + std::to_string(n) +
+                          " does not match data rank " + std::to_string(rank) +
+                          " and index rank " + std::to_string(q));
+    }
+    AffineMap dataMap;
+    dataMap.numDims = n;
+    for (int64_t a = 0; a < rank; ++a) {
+      dataMap.results.push_back(
+          a < axis    ? AffineExpr::dim(n, a)
+          : a == axis ? AffineExpr::constantExpr(n, 0)
+                      : AffineExpr::dim(n, a - 1 + q));
+    }
+    AffineMap indexMap;
+    indexMap.numDims = n;
+    for (unsigned i = 0; i < q; ++i) {
+      indexMap.results.push_back(AffineExpr::dim(n, axis + i));
+    }
+    StructuredOp s;
+    s.nodeName = op.nodeName();
+    s.bounds = t.dims().vec();
+    s.iterators.assign(n, IteratorType::Parallel);
+    COMPILER_ASSIGN_OR_RETURN(unsigned dt, tensorFor(op.operand(0)));
+    COMPILER_ASSIGN_OR_RETURN(unsigned xt, tensorFor(op.operand(1)));
+    OperandAccess read{dt, dataMap};
+    read.indirect = IndirectIndex{unsigned(axis), 1};
+    s.inputs.push_back(read);
+    s.inputs.push_back({xt, indexMap});
+    s.body.yield(s.body.input(0));
     COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
     s.output = {out, AffineMap::identity(n)};
     program_.ops.push_back(std::move(s));

@@ -299,7 +299,8 @@ OpClass StructuredOp::classify() const {
   }
   bool plainReads = true;
   for (const OperandAccess &in : inputs) {
-    plainReads &= !in.padValue && in.map.isProjectedPermutationOrBroadcast();
+    plainReads &= !in.padValue && !in.indirect &&
+                  in.map.isProjectedPermutationOrBroadcast();
   }
   if (!hasReduction()) {
     return plainReads ? OpClass::Elementwise : OpClass::Gather;
@@ -390,7 +391,20 @@ void printProgram(const StructuredProgram &p, llvm::raw_ostream &os) {
       }
       os << "]\n";
       for (const OperandAccess &in : op.inputs) {
-        os << "    in " << name(in.tensor) << " " << in.map.str();
+        os << "    in " << name(in.tensor) << " ";
+        if (in.indirect) {
+          // The indirect dimension prints as the operand it reads, "in1".
+          os << "[";
+          for (size_t k = 0; k < in.map.results.size(); ++k) {
+            os << (k ? ", " : "")
+               << (k == in.indirect->dim
+                       ? "in" + std::to_string(in.indirect->operand)
+                       : in.map.results[k].str());
+          }
+          os << "]";
+        } else {
+          os << in.map.str();
+        }
         if (in.padValue) {
           os << " pad " << formatNumber(*in.padValue);
         }

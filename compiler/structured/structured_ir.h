@@ -113,11 +113,24 @@ private:
 // Ops and programs
 //===----------------------------------------------------------------------===//
 
+// An index that is data: along operand dimension |dim| a read uses the value
+// of input operand |operand| (an integer tensor read at the same loop
+// indices) instead of its map's expression.
+struct IndirectIndex {
+  unsigned dim = 0;
+  unsigned operand = 0;
+};
+
 struct OperandAccess {
   unsigned tensor = 0;
   AffineMap map;
   // Reads whose indices fall outside the tensor yield this value (padding).
   std::optional<double> padValue;
+  // When set, map.results[indirect->dim] is a placeholder (constant 0) and
+  // the index is the value of input indirect->operand: a negative value
+  // counts from the end of the dimension, and a value outside [-D, D) makes
+  // the dispatch fail at run time instead of reading out of bounds.
+  std::optional<IndirectIndex> indirect;
 };
 
 // What an op computes, derived from its structure (see classify()).
@@ -127,7 +140,8 @@ enum class OpClass : uint8_t {
   Contraction, // multiply-accumulate with projected-permutation reads (matmul)
   Convolution, // multiply-accumulate with windowed reads
   Reduction,   // other ops with reduction iterators
-  Gather,      // parallel ops with windowed/padded/strided reads (pad, slice)
+  Gather,      // parallel ops with windowed/padded/strided or indirect
+               // (data-dependent) reads (pad, slice, gather)
 };
 
 struct FusionInfo {
