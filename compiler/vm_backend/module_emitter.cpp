@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "hal/types.h"
 #include "vm/builder/module_builder.h"
@@ -116,6 +117,27 @@ std::vector<uint8_t> shapeBytes(llvm::ArrayRef<int64_t> dims) {
   return bytes;
 }
 
+// The buffer view element type of a module argument or result.
+std::optional<hal::ElementType> halElementType(graph::ElementType type) {
+  using ET = graph::ElementType;
+  switch (type) {
+  case ET::F32: return hal::ElementType::kFloat32;
+  case ET::F16: return hal::ElementType::kFloat16;
+  case ET::BF16: return hal::ElementType::kBFloat16;
+  case ET::F64: return hal::ElementType::kFloat64;
+  case ET::I8: return hal::ElementType::kInt8;
+  case ET::I16: return hal::ElementType::kInt16;
+  case ET::I32: return hal::ElementType::kInt32;
+  case ET::I64: return hal::ElementType::kInt64;
+  case ET::U8: return hal::ElementType::kUint8;
+  case ET::U16: return hal::ElementType::kUint16;
+  case ET::U32: return hal::ElementType::kUint32;
+  case ET::U64: return hal::ElementType::kUint64;
+  case ET::Bool: return hal::ElementType::kBool8;
+  }
+  return std::nullopt;
+}
+
 std::vector<uint8_t> textBytes(const std::string &s) {
   return std::vector<uint8_t>(s.begin(), s.end());
 }
@@ -131,19 +153,19 @@ emitModule(const dispatch::DispatchProgram &d,
         "memory must be planned before emitting the VM module");
   }
   for (unsigned t : p.inputs) {
-    if (p.tensors[t].type.elementType() != graph::ElementType::F32) {
+    if (!halElementType(p.tensors[t].type.elementType())) {
       return absl::UnimplementedError(
           "graph input '" + p.tensors[t].name + "' has element type " +
           graph::elementTypeName(p.tensors[t].type.elementType()).str() +
-          "; only f32 module arguments are implemented");
+          ", which has no HAL element type");
     }
   }
   for (unsigned t : p.outputs) {
-    if (p.tensors[t].type.elementType() != graph::ElementType::F32) {
+    if (!halElementType(p.tensors[t].type.elementType())) {
       return absl::UnimplementedError(
           "graph output '" + p.tensors[t].name + "' has element type " +
           graph::elementTypeName(p.tensors[t].type.elementType()).str() +
-          "; only f32 module results are implemented");
+          ", which has no HAL element type");
     }
   }
   vm::ModuleBuilder builder(moduleName);
@@ -172,8 +194,15 @@ emitModule(const dispatch::DispatchProgram &d,
   };
   uint16_t device = e.callRef("device", ":r", {});
   uint16_t allocator = e.callRef("device.allocator", "r:r", {device});
-  const int32_t f32 = int32_t(hal::ElementType::kFloat32);
-  uint16_t f32Reg = e.constI32(f32);
+  std::map<int32_t, uint16_t> elementTypeRegs;
+  auto elementTypeReg = [&](unsigned t) {
+    int32_t type = int32_t(*halElementType(p.tensors[t].type.elementType()));
+    auto it = elementTypeRegs.find(type);
+    if (it == elementTypeRegs.end()) {
+      it = elementTypeRegs.emplace(type, e.constI32(type)).first;
+    }
+    return it->second;
+  };
   // Storage of every bound tensor: a register holding a hal.buffer or
   // hal.buffer_view.
   std::map<unsigned, uint16_t> storage;
@@ -186,7 +215,8 @@ emitModule(const dispatch::DispatchProgram &d,
                                     p.tensors[t].name + "')"),
                           1);
     e.call("buffer_view.assert", "rrir:",
-           {args[i], e.rodata(nameSegment), f32Reg, shapeOf(t)}, {});
+           {args[i], e.rodata(nameSegment), elementTypeReg(t), shapeOf(t)},
+           {});
     storage[t] = args[i];
   }
   auto allocate = [&](int64_t length) {
@@ -269,8 +299,8 @@ emitModule(const dispatch::DispatchProgram &d,
   for (unsigned t : p.outputs) {
     results.push_back(e.callRef("buffer_view.create", "rIIir:r",
                                 {outputBuffers[t], e.constI64(0),
-                                 e.constI64(d.buffers[t].byteSize), f32Reg,
-                                 shapeOf(t)}));
+                                 e.constI64(d.buffers[t].byteSize),
+                                 elementTypeReg(t), shapeOf(t)}));
   }
   e.ret(results);
   auto code = e.writer().Finish();
