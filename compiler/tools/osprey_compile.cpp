@@ -1,6 +1,8 @@
 // osprey-compile: compiles an ONNX model for a target into an .osp module:
 // import, graph passes, structured ops and fusion, dispatch regions and
-// memory planning, LLVM CPU code generation and the VM backend.
+// memory planning, LLVM CPU code generation and the VM backend. The compiled
+// code is either embedded in the module as an ELF or written beside it as a
+// static library (object + C header) for linking into firmware.
 #include "compiler/dispatch/dispatch_ir.h"
 #include "compiler/graph/ir_text.h"
 #include "compiler/graph/passes/pass_manager.h"
@@ -11,7 +13,10 @@
 #include "compiler/vm_backend/module_emitter.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <optional>
 
 namespace cl = llvm::cl;
 using namespace osprey::compiler;
@@ -26,15 +31,16 @@ static cl::opt<std::string>
 static cl::opt<std::string> targetCpu("target-cpu",
                                       cl::desc("CPU name for code generation"),
                                       cl::init(""));
-static cl::opt<std::string>
-    outputFormat("output-format",
-                 cl::desc("osp (deployable module), graph-ir (textual "
-                          "graph IR after the graph passes), structured "
-                          "(structured ops with fusion decisions), dispatch "
-                          "(dispatch regions with the memory plan) or "
-                          "llvm-ir (optimized LLVM IR of the dispatch "
-                          "library)"),
-                 cl::init("osp"));
+static cl::opt<std::string> outputFormat(
+    "output-format",
+    cl::desc("embedded-elf (.osp module with the compiled code inside as an "
+             "ELF, the default), static-library (.osp module referring to "
+             "the code by library name, plus <stem>.o and <stem>.h beside "
+             "it for linking into firmware), graph-ir (textual graph IR "
+             "after the graph passes), structured (structured ops with "
+             "fusion decisions), dispatch (dispatch regions with the memory "
+             "plan) or llvm-ir (optimized LLVM IR of the dispatch library)"),
+    cl::init("embedded-elf"));
 static cl::opt<bool> printIr("print-ir",
                              cl::desc("Print the final graph IR to stderr"));
 static cl::list<std::string>
@@ -78,13 +84,31 @@ int main(int argc, char **argv) {
         "unknown target '" + target + "' (expected host, x86_64, armv7em or "
                                       "riscv32)"));
   }
-  static const char *kFormats[] = {"osp", "graph-ir", "structured", "dispatch",
-                                   "llvm-ir"};
+  static const char *kFormats[] = {"embedded-elf", "static-library",
+                                   "graph-ir",     "structured",
+                                   "dispatch",     "llvm-ir"};
   if (std::find(std::begin(kFormats), std::end(kFormats),
                 outputFormat.getValue()) == std::end(kFormats)) {
     return fail(absl::InvalidArgumentError(
         "unknown output format '" + outputFormat +
-        "' (expected osp, graph-ir, structured, dispatch or llvm-ir)"));
+        "' (expected embedded-elf, static-library, graph-ir, structured, "
+        "dispatch or llvm-ir)"));
+  }
+  if (outputFormat == "static-library") {
+    // The default target is this machine; asking for a library to link into
+    // firmware without naming the firmware's CPU is almost certainly a
+    // mistake that would otherwise surface as a confusing link error.
+    if (target == "host") {
+      return fail(absl::InvalidArgumentError(
+          "--output-format=static-library needs an explicit --target "
+          "(armv7em, riscv32 or x86_64); 'host' is only for modules run on "
+          "this machine"));
+    }
+    if (outputFile == "-") {
+      return fail(absl::InvalidArgumentError(
+          "--output-format=static-library writes three files and needs "
+          "-o <path>.osp (the object and header go beside it)"));
+    }
   }
   auto imported = onnximport::importOnnxFile(inputFile);
   if (!imported.ok()) {
@@ -207,30 +231,79 @@ int main(int argc, char **argv) {
   // lld resets every LLVM command-line option to its default when a link
   // finishes, so read the options this tool still needs first.
   const std::string format = outputFormat, outputPath = outputFile;
-  auto library =
-      llvm_cpu::buildExecutableLibrary(*dispatchProgram, *cpu, libraryOptions);
-  if (!library.ok()) {
-    return fail(library.status());
-  }
-  if (format == "llvm-ir") {
-    if (!openText(os, outputPath)) {
-      return 1;
+  auto writeBinary = [&](const std::string &path,
+                         llvm::ArrayRef<uint8_t> bytes) {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
+    if (ec) {
+      llvm::errs() << "osprey-compile: error: cannot open '" << path
+                   << "': " << ec.message() << "\n";
+      return false;
     }
-    *os << llvmIr;
-    return 0;
+    out.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+    return true;
+  };
+  vm_backend::ExecutableBinary executable;
+  std::optional<llvm_cpu::StaticLibrary> staticLibrary;
+  std::string objectPath, headerPath;
+  if (format == "static-library") {
+    // Files and library are named after the output (two models exported
+    // with the same graph name can then live in one firmware image).
+    llvm::SmallString<128> stem(llvm::sys::path::stem(outputPath));
+    for (char &c : stem) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') {
+        c = '_';
+      }
+    }
+    if (stem.empty() || std::isdigit(static_cast<unsigned char>(stem[0]))) {
+      stem.insert(stem.begin(), 'm');
+    }
+    libraryOptions.name = stem.str().str();
+    auto library =
+        llvm_cpu::buildStaticLibrary(*dispatchProgram, *cpu, libraryOptions);
+    if (!library.ok()) {
+      return fail(library.status());
+    }
+    staticLibrary = std::move(*library);
+    llvm::SmallString<256> path(outputPath);
+    llvm::sys::path::replace_extension(path, "o");
+    objectPath = path.str().str();
+    llvm::sys::path::replace_extension(path, "h");
+    headerPath = path.str().str();
+    executable.format = "static";
+    executable.data.assign(libraryOptions.name.begin(),
+                           libraryOptions.name.end());
+  } else {
+    auto library = llvm_cpu::buildExecutableLibrary(*dispatchProgram, *cpu,
+                                                    libraryOptions);
+    if (!library.ok()) {
+      return fail(library.status());
+    }
+    if (format == "llvm-ir") {
+      if (!openText(os, outputPath)) {
+        return 1;
+      }
+      *os << llvmIr;
+      return 0;
+    }
+    executable.format = cpu->elfFormat;
+    executable.data = std::move(*library);
   }
-  auto module = vm_backend::emitModule(
-      *dispatchProgram, {cpu->elfFormat, std::move(*library)}, moduleName);
+  auto module = vm_backend::emitModule(*dispatchProgram, executable, moduleName);
   if (!module.ok()) {
     return fail(module.status());
   }
-  std::error_code ec;
-  llvm::raw_fd_ostream out(outputPath, ec, llvm::sys::fs::OF_None);
-  if (ec) {
-    llvm::errs() << "osprey-compile: error: cannot open '" << outputPath
-                 << "': " << ec.message() << "\n";
+  if (!writeBinary(outputPath, *module)) {
     return 1;
   }
-  out.write(reinterpret_cast<const char *>(module->data()), module->size());
+  if (staticLibrary) {
+    if (!writeBinary(objectPath, staticLibrary->object)) {
+      return 1;
+    }
+    if (!openText(os, headerPath)) {
+      return 1;
+    }
+    *os << staticLibrary->header;
+  }
   return 0;
 }

@@ -1,6 +1,9 @@
 // Builds the fixed-ABI executable library of a dispatch program: one LLVM
-// function per region, the export tables and the query function, optimized,
-// compiled to an object and linked in-process with lld into an ET_DYN.
+// function per region, the export tables and the query function, optimized
+// and compiled to an object. The object is either linked in-process with lld
+// into an ET_DYN (embedded in the module, loaded by the ELF loader) or kept
+// as a relocatable object plus a C header for linking into firmware (found by
+// the static loader by name).
 #ifndef OSPREY_COMPILER_TARGETS_LLVM_CPU_LIBRARY_H_
 #define OSPREY_COMPILER_TARGETS_LLVM_CPU_LIBRARY_H_
 
@@ -17,6 +20,9 @@ namespace osprey::compiler::llvm_cpu {
 struct LibraryOptions {
   std::string name;            // library name reported by the query
   std::string *llvmIr = nullptr; // if set, receives the optimized module text
+  // Symbol of the query function; empty: osprey_executable_library_query,
+  // the one symbol the ELF loader looks up.
+  std::string queryName;
 };
 
 // Export i of the library is program.regions[i]; its attributes declare the
@@ -27,6 +33,34 @@ struct LibraryOptions {
 absl::StatusOr<std::vector<uint8_t>>
 buildExecutableLibrary(const dispatch::DispatchProgram &program,
                        const CpuTarget &target, const LibraryOptions &options);
+
+// The relocatable ELF object of the library, before linking. Position
+// independent when |positionIndependent| (required for shared objects and
+// for objects linked into PIE host programs); otherwise absolute code, as
+// firmware is linked at fixed addresses. Errors as buildExecutableLibrary,
+// minus linking.
+absl::StatusOr<std::vector<uint8_t>>
+buildExecutableObject(const dispatch::DispatchProgram &program,
+                      const CpuTarget &target, const LibraryOptions &options,
+                      bool positionIndependent);
+
+// A library for the runtime's static loader: an object to link into the
+// application and a C header declaring its query function.
+struct StaticLibrary {
+  std::string queryName;       // "<name>_library_query"
+  std::vector<uint8_t> object; // relocatable ELF, defines only queryName
+  std::string header;          // C99 header text
+};
+
+// Builds the static library named |options.name| (which must be a C
+// identifier: it becomes part of the query symbol) for |target|. The object
+// defines exactly one global symbol, the query function, and references no
+// symbol outside itself. INVALID_ARGUMENT for a name that is not a C
+// identifier; INTERNAL if the object would need an undefined symbol (naming
+// it); otherwise the errors of buildExecutableObject.
+absl::StatusOr<StaticLibrary>
+buildStaticLibrary(const dispatch::DispatchProgram &program,
+                   const CpuTarget &target, const LibraryOptions &options);
 
 // Links |object| into a position-independent shared object with lld
 // (-shared -nostdlib -Bsymbolic -z now --no-undefined, plus -z norelro

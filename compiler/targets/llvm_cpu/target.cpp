@@ -59,7 +59,7 @@ absl::StatusOr<CpuTarget> resolveCpuTarget(llvm::StringRef name,
 }
 
 absl::StatusOr<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(const CpuTarget &target) {
+createTargetMachine(const CpuTarget &target, bool positionIndependent) {
   static bool initialized = [] {
     llvm::InitializeAllTargetInfos();
     llvm::InitializeAllTargets();
@@ -79,7 +79,8 @@ createTargetMachine(const CpuTarget &target) {
   options.MCOptions.ABIName = target.abi;
   options.FloatABIType = llvm::FloatABI::Hard;
   std::unique_ptr<llvm::TargetMachine> tm(llvmTarget->createTargetMachine(
-      target.triple, target.cpu, target.features, options, llvm::Reloc::PIC_,
+      target.triple, target.cpu, target.features, options,
+      positionIndependent ? llvm::Reloc::PIC_ : llvm::Reloc::Static,
       std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!tm) {
     return absl::UnavailableError("cannot create a target machine for '" +

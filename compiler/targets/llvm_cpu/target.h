@@ -28,9 +28,10 @@ struct CpuTarget {
 absl::StatusOr<CpuTarget> resolveCpuTarget(llvm::StringRef name,
                                            llvm::StringRef cpu = "");
 
-// A position-independent TargetMachine for |target| at -O3.
+// A TargetMachine for |target| at -O3: position-independent code when
+// |positionIndependent|, otherwise the static relocation model.
 absl::StatusOr<std::unique_ptr<llvm::TargetMachine>>
-createTargetMachine(const CpuTarget &target);
+createTargetMachine(const CpuTarget &target, bool positionIndependent = true);
 
 } // namespace osprey::compiler::llvm_cpu
 
