@@ -1,6 +1,6 @@
 // Times one ONNX model with ONNX Runtime (onnxruntime-node, CPU execution provider): loads the
-// model, feeds a float32 .npy input, runs warm-up iterations, then reports the median latency of
-// timed runs and the process's peak resident set size as one JSON line on stdout.
+// model, feeds a float32 or int64 .npy input, runs warm-up iterations, then reports the median
+// latency of timed runs and the process's peak resident set size as one JSON line on stdout.
 //
 //   node ort_bench.js MODEL.onnx INPUT.npy THREADS [RUNS] [WARMUP]
 //   node ort_bench.js --baseline     (only loads onnxruntime-node: the runtime's own RSS)
@@ -9,7 +9,13 @@
 const fs = require('fs');
 const ort = require('onnxruntime-node');
 
-function readNpyFloat32(path) {
+// Element types the benchmark feeds: numpy descr -> ONNX Runtime tensor type and typed array.
+const kNpyTypes = {
+  '<f4': {type: 'float32', array: Float32Array},
+  '<i8': {type: 'int64', array: BigInt64Array},
+};
+
+function readNpy(path) {
   const buf = fs.readFileSync(path);
   if (buf.toString('latin1', 1, 6) !== 'NUMPY') {
     throw new Error(`${path}: not a .npy file`);
@@ -18,16 +24,22 @@ function readNpyFloat32(path) {
   const headerLen = major >= 2 ? buf.readUInt32LE(8) : buf.readUInt16LE(8);
   const headerStart = major >= 2 ? 12 : 10;
   const header = buf.toString('latin1', headerStart, headerStart + headerLen);
-  if (!/'descr':\s*'<f4'/.test(header) || /'fortran_order':\s*True/.test(header)) {
-    throw new Error(`${path}: only little-endian C-order float32 is supported (${header})`);
+  const descr = (header.match(/'descr':\s*'([^']*)'/) || [])[1];
+  const npyType = kNpyTypes[descr];
+  if (!npyType || /'fortran_order':\s*True/.test(header)) {
+    throw new Error(`${path}: only C-order little-endian float32 or int64 is supported (${header})`);
   }
   const shape = header.match(/'shape':\s*\(([^)]*)\)/)[1].split(',')
                     .map((s) => s.trim()).filter((s) => s.length).map(Number);
   const dataStart = headerStart + headerLen;
   const count = shape.reduce((a, b) => a * b, 1);
-  const data = new Float32Array(count);
-  Buffer.from(data.buffer).set(buf.subarray(dataStart, dataStart + count * 4));
-  return {shape, data};
+  const data = new npyType.array(count);
+  const bytes = count * npyType.array.BYTES_PER_ELEMENT;
+  if (buf.length < dataStart + bytes) {
+    throw new Error(`${path}: ${buf.length - dataStart} data bytes, expected ${bytes}`);
+  }
+  Buffer.from(data.buffer).set(buf.subarray(dataStart, dataStart + bytes));
+  return {type: npyType.type, shape, data};
 }
 
 function peakRssKb() {
@@ -55,8 +67,8 @@ async function main() {
     executionMode: 'sequential',
     graphOptimizationLevel: 'all',
   });
-  const input = readNpyFloat32(inputPath);
-  const feeds = {[session.inputNames[0]]: new ort.Tensor('float32', input.data, input.shape)};
+  const input = readNpy(inputPath);
+  const feeds = {[session.inputNames[0]]: new ort.Tensor(input.type, input.data, input.shape)};
   for (let i = 0; i < warmup; ++i) {
     await session.run(feeds);
   }

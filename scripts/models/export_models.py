@@ -3,12 +3,13 @@
 
 For every model NAME this writes into --out:
   NAME.onnx       the model (eval mode, static shapes, one input, one output)
-  NAME.in0.npy    a float32 input drawn from a fixed seed
+  NAME.in0.npy    an input drawn from a fixed seed (float32; int64 token ids for bert_mini_ids)
   NAME.ref0.npy   the output of the same model evaluated in float64 by torch, stored as float32
 
 Weights are random (fixed seeds): pretrained weights are not available offline. BatchNorm layers
-get running statistics from a few calibration batches, so activations keep a realistic scale
-through deep networks and BatchNorm folding is exercised with non-trivial statistics.
+get perturbed affine parameters and then running statistics from a few calibration batches, and
+classification heads are scaled to logits of a trained network's spread, so activations keep a
+realistic scale through deep networks and BatchNorm folding is exercised with non-trivial values.
 
 Usage: export_models.py --out DIR [--models a,b,...] [--cached] [--list]
 With --cached, a model whose three files exist and are newer than this script is not exported
@@ -152,13 +153,13 @@ def transformer_encoder(nn):
   return layer, (1, 128, 256)
 
 
-def bert_mini_layer(nn):
-  """A BERT-style encoder layer written out op by op (explicit Q/K/V, erf-GELU, LayerNorm)."""
+def _bert_layer(nn, seq=128, d=256, heads=4, ffn=1024):
+  """A post-norm BERT encoder layer written out op by op (explicit Q/K/V, erf-GELU, LayerNorm)."""
   torch = _torch()
 
   class Layer(nn.Module):
 
-    def __init__(self, d=256, heads=4, ffn=1024):
+    def __init__(self):
       super().__init__()
       self.heads, self.dh = heads, d // heads
       self.q, self.k, self.v = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
@@ -168,7 +169,7 @@ def bert_mini_layer(nn):
       self.gelu = nn.GELU()
 
     def forward(self, x):
-      b, s, d = 1, 128, 256
+      b, s = 1, seq  # Static shapes: no Shape ops in the exported graph.
 
       def split(t):
         return t.reshape(b, s, self.heads, self.dh).transpose(1, 2)
@@ -179,7 +180,66 @@ def bert_mini_layer(nn):
       x = self.ln1(x + self.o(ctx))
       return self.ln2(x + self.ff2(self.gelu(self.ff1(x))))
 
-  return Layer(), (1, 128, 256)
+  return Layer()
+
+
+def bert_mini_layer(nn):
+  """One BERT-mini encoder layer: hidden 256, 4 heads, FFN 1024, sequence 128."""
+  return _bert_layer(nn), (1, 128, 256)
+
+
+# BERT-mini (Turc et al., "Well-Read Students Learn Better"): 4 layers, hidden 256, 4 heads,
+# FFN 1024, uncased WordPiece vocabulary; evaluated at sequence length 128.
+BERT_MINI_LAYERS = 4
+BERT_MINI_SEQ = 128
+BERT_MINI_HIDDEN = 256
+BERT_MINI_VOCAB = 30522
+
+
+def _bert_mini_body(nn):
+  """BERT-mini after the word-embedding lookup (shared by both variants)."""
+  torch = _torch()
+
+  class Body(nn.Module):
+
+    def __init__(self):
+      super().__init__()
+      # Position and token-type (segment 0) embeddings are constants added to every input.
+      self.position = nn.Parameter(torch.randn(1, BERT_MINI_SEQ, BERT_MINI_HIDDEN) * 0.5)
+      self.token_type = nn.Parameter(torch.randn(1, 1, BERT_MINI_HIDDEN) * 0.5)
+      self.ln = nn.LayerNorm(BERT_MINI_HIDDEN)
+      self.layers = nn.Sequential(
+          *[_bert_layer(nn, seq=BERT_MINI_SEQ) for _ in range(BERT_MINI_LAYERS)])
+
+    def forward(self, x):
+      return self.layers(self.ln(x + self.position + self.token_type))
+
+  return Body()
+
+
+def bert_mini(nn):
+  """BERT-mini encoder fed with word embeddings [1, 128, 256]; returns the last hidden state."""
+  return _bert_mini_body(nn), (1, BERT_MINI_SEQ, BERT_MINI_HIDDEN)
+
+
+def bert_mini_ids(nn):
+  """BERT-mini from int64 token ids [1, 128]: word embeddings by Gather with run-time indices."""
+  torch = _torch()
+
+  class BertMini(nn.Module):
+
+    def __init__(self):
+      super().__init__()
+      self.words = nn.Embedding(BERT_MINI_VOCAB, BERT_MINI_HIDDEN)
+      self.body = _bert_mini_body(nn)
+
+    def forward(self, ids):
+      return self.body(self.words(ids))
+
+  def make_input(gen):
+    return torch.randint(0, BERT_MINI_VOCAB, (1, BERT_MINI_SEQ), generator=gen, dtype=torch.int64)
+
+  return BertMini(), (1, BERT_MINI_SEQ), make_input
 
 
 def _torchvision(name, **kwargs):
@@ -192,59 +252,103 @@ def _torchvision(name, **kwargs):
 
 
 MODELS = {
+    # The reference set of the benchmark.
+    "mobilenet_v2": _torchvision("mobilenet_v2"),
+    "resnet18": _torchvision("resnet18"),
+    "efficientnet_b0": _torchvision("efficientnet_b0"),
+    "bert_mini": bert_mini,
     # MLPerf Tiny.
     "ds_cnn": ds_cnn,
     "mobilenet_v1_025": mobilenet_v1_025,
     "resnet8": resnet8,
     "fc_autoencoder": fc_autoencoder,
-    # Transformers.
+    # More transformers: BERT-mini from token ids, single encoder layers.
+    "bert_mini_ids": bert_mini_ids,
     "transformer_encoder": transformer_encoder,
     "bert_mini_layer": bert_mini_layer,
-    # torchvision image classifiers, 224x224x3 input, 1000 classes.
-    "mobilenet_v2": _torchvision("mobilenet_v2"),
-    "resnet18": _torchvision("resnet18"),
+    # More torchvision image classifiers, 224x224x3 input, 1000 classes.
     "squeezenet1_0": _torchvision("squeezenet1_0"),
     "squeezenet1_1": _torchvision("squeezenet1_1"),
     "mnasnet0_5": _torchvision("mnasnet0_5"),
     "shufflenet_v2_x0_5": _torchvision("shufflenet_v2_x0_5"),
-    "efficientnet_b0": _torchvision("efficientnet_b0"),
 }
 
+# Classifiers whose last Linear or Conv2d (in registration order) is the classification head.
+CLASSIFIERS = ("mobilenet_v2", "resnet18", "efficientnet_b0", "ds_cnn", "mobilenet_v1_025",
+               "resnet8", "squeezenet1_0", "squeezenet1_1", "mnasnet0_5", "shufflenet_v2_x0_5")
 
-def _calibrate_batchnorm(torch, model, shape, seed):
-  """Gives every BatchNorm running statistics of real activations (cumulative average)."""
+# Standard deviation of the logits after _scale_head, about that of a trained classifier.
+LOGIT_STD = 2.0
+
+
+def _calibrate_batchnorm(torch, model, shape, gen):
+  """Gives every BatchNorm perturbed affine parameters, then running statistics of real inputs.
+
+  The affine parameters are perturbed first so folding is not the identity; the statistics are
+  then the cumulative average over calibration batches of the network as exported, so in eval
+  mode every BatchNorm maps its input to about mean = bias, deviation = weight and activations
+  keep a trained network's scale through any depth. (Perturbing after calibrating lets the scale
+  drift layer by layer: EfficientNet-B0 reached activations of 3700 and logits of 700.)
+  """
   bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
   if not bns:
     return
-  for m in bns:
-    m.reset_running_stats()
-    m.momentum = None
-  gen = torch.Generator().manual_seed(seed + 1)
-  model.train()
-  with torch.no_grad():
-    for _ in range(2):
-      model(torch.randn((4,) + tuple(shape[1:]), generator=gen))
-  # Perturb the affine parameters so folding is not the identity.
   with torch.no_grad():
     for m in bns:
       m.weight.uniform_(0.5, 1.5, generator=gen)
       m.bias.uniform_(-0.2, 0.2, generator=gen)
+      m.reset_running_stats()
+      m.momentum = None
+  model.train()
+  with torch.no_grad():
+    for _ in range(2):
+      model(torch.randn((4,) + tuple(shape[1:]), generator=gen))
+
+
+def _scale_head(torch, model, shape, gen):
+  """Scales the classification head so the logits' deviation is LOGIT_STD on calibration inputs.
+
+  Random heads give logits of deviation 0.02-0.5, where a softmax output is nearly uniform and a
+  check of it is insensitive. Everything after the head (ReLU, pooling, flatten) is positively
+  homogeneous, so scaling its weight and bias scales the logits by the same factor. A trailing
+  Softmax is measured at its input.
+  """
+  modules = list(model.modules())
+  head = [m for m in modules if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d))][-1]
+  softmax = modules[-1] if isinstance(modules[-1], torch.nn.Softmax) else None
+  logits = []
+  hook = (softmax.register_forward_hook(lambda m, i, o: logits.append(i[0]))
+          if softmax else None)
+  model.eval()
+  with torch.no_grad():
+    out = model(torch.randn((4,) + tuple(shape[1:]), generator=gen))
+    if hook:
+      hook.remove()
+      out = logits[0]
+    factor = LOGIT_STD / float(out.std())
+    head.weight.mul_(factor)
+    if head.bias is not None:
+      head.bias.mul_(factor)
 
 
 def export(name, out_dir, seed=0):
   torch = _torch()
   torch.manual_seed(seed)
-  model, shape = MODELS[name](torch.nn)
-  _calibrate_batchnorm(torch, model, shape, seed)
+  model, shape, *make_input = MODELS[name](torch.nn)
+  gen = torch.Generator().manual_seed(seed + 1)
+  _calibrate_batchnorm(torch, model, shape, gen)
+  if name in CLASSIFIERS:
+    _scale_head(torch, model, shape, gen)
   model.eval()
-  x = torch.randn(shape, generator=torch.Generator().manual_seed(seed + 2))
+  input_gen = torch.Generator().manual_seed(seed + 2)
+  x = make_input[0](input_gen) if make_input else torch.randn(shape, generator=input_gen)
   onnx_path = os.path.join(out_dir, name + ".onnx")
   # Exported with autograd enabled: under no_grad, nn.TransformerEncoderLayer takes a fused
   # fast path that has no ONNX form.
   torch.onnx.export(model, (x,), onnx_path, opset_version=OPSET, input_names=["input"],
                     output_names=["output"], do_constant_folding=True)
   with torch.no_grad():
-    ref = model.double()(x.double()).float().numpy()
+    ref = model.double()(x.double() if x.is_floating_point() else x).float().numpy()
   np.save(os.path.join(out_dir, name + ".in0.npy"), x.numpy())
   np.save(os.path.join(out_dir, name + ".ref0.npy"), ref)
 
