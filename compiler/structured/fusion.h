@@ -21,6 +21,34 @@ namespace osprey::compiler::structured {
 // Fills |program.groups| and each op's FusionInfo. Views join no group.
 absl::Status fuseAndTile(StructuredProgram &program);
 
+// How a multiply-accumulate root (out += in_a * in_b) maps onto a matrix
+// product C[M][N] += A[M][K] * B[K][N], for code generators that pack B into
+// panels and run a register-blocked microkernel:
+//  - B is the input that reads the output's innermost loop; it may have
+//    padded (windowed, strided, dilated) reads and is packed element by
+//    element, so its layout does not matter.
+//  - A is read in place: it has no padding or indirect reads, its linear
+//    element offset is affine in the loops, and the reduction loops (in
+//    kLoops order) flatten into one index k with A offset aStrides[kLoops
+//    .back()] * k.
+//  - Parallel loops read by both are batch loops; the single parallel loop
+//    read only by A is mLoop (output channels, rows); the other parallel
+//    loops are N loops (pixels, columns), flattened in output order.
+// Returns nullopt when |root| does not have that form (no mLoop with
+// extent >= 4, several A-only loops, A not flattenable, indirect reads).
+struct GemmPlan {
+  unsigned a = 0;                   // input operand number of A
+  unsigned b = 0;                   // input operand number of B
+  unsigned mLoop = 0;               // root loop of M
+  std::vector<unsigned> batchLoops; // parallel loops both inputs read
+  std::vector<unsigned> nLoops;     // N loops, outermost first
+  std::vector<unsigned> kLoops;     // reduction loops, slowest in A first
+  std::vector<int64_t> aStrides;    // A's element stride per root loop
+  int64_t aOffset = 0;              // A's element offset at loop origin
+};
+std::optional<GemmPlan> planGemm(const StructuredProgram &program,
+                                 const StructuredOp &root);
+
 } // namespace osprey::compiler::structured
 
 #endif // OSPREY_COMPILER_STRUCTURED_FUSION_H_

@@ -7,6 +7,7 @@
 
 #include "compiler/graph/status.h"
 #include "compiler/targets/llvm_cpu/math.h"
+#include "compiler/targets/llvm_cpu/packed_gemm.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
 
@@ -107,6 +108,22 @@ public:
       lo[d] = b_.CreateMul(id, idx(tile));
       llvm::Value *end = b_.CreateAdd(lo[d], idx(tile));
       hi[d] = b_.CreateSelect(b_.CreateICmpSLT(end, hi[d]), end, hi[d]);
+    }
+    // Convolutions and contractions of matrix-product form take the packed
+    // panel path (packed_gemm.h) when it applies.
+    PackedGemmHooks hooks{
+        [&](unsigned t) { return bindings_.at(t); },
+        [&](const OperandAccess &in, llvm::ArrayRef<llvm::Value *> ivs) {
+          return loadOperand(in, ivs);
+        },
+        [&](llvm::Value *v, llvm::ArrayRef<llvm::Value *> ivs) {
+          return finishElement(v, ivs);
+        }};
+    COMPILER_ASSIGN_OR_RETURN(bool packed,
+                              emitPackedGemm(p_, r_, b_, fn_, lo, hi, hooks));
+    if (packed) {
+      b_.CreateRet(b_.getInt32(0));
+      return fn_;
     }
     std::vector<unsigned> parallel, reduction;
     for (unsigned d = 0; d < n; ++d) {

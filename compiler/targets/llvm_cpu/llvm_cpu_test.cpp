@@ -217,69 +217,133 @@ graph @fc(%x: tensor<5x24xf32>, %w: tensor<24x19xf32>, %b: tensor<19xf32>) {
   expectNear(c.run({x, w, b})[0], want, 1e-5f);
 }
 
-// Tiles that divide the loops take the register-blocked path with constant
-// block extents; several workgroups in x and y.
-TEST(LlvmCpuTest, FullTileMatmulMatchesReference) {
+// A matmul takes the packed-panel path over several workgroups in x and y,
+// with partial row blocks (80 rows, blocks of 6) and a narrow last column
+// chunk (100 columns, chunks of 16).
+TEST(LlvmCpuTest, PackedMatmulOverSeveralWorkgroups) {
   Compiled c;
   absl::Status s = c.compile(R"(
-graph @mm(%a: tensor<32x40xf32>, %b: tensor<40x48xf32>) {
-  %y = MatMul(%a, %b) : tensor<32x48xf32>
+graph @mm(%a: tensor<160x40xf32>, %b: tensor<40x200xf32>) {
+  %y = MatMul(%a, %b) : tensor<160x200xf32>
   return %y
 })");
   ASSERT_TRUE(s.ok()) << s.message();
   const auto &region = c.program().regions[0];
-  ASSERT_TRUE(region.microkernel);
-  ASSERT_EQ(region.workgroupCount[0], 3);
-  ASSERT_EQ(region.workgroupCount[1], 4);
-  auto a = randomData(32 * 40, -1, 1, 10);
-  auto b = randomData(40 * 48, -1, 1, 11);
-  std::vector<float> want(32 * 48);
-  for (int i = 0; i < 32; ++i) {
-    for (int j = 0; j < 48; ++j) {
+  ASSERT_EQ(region.workgroupCount[0], 2);
+  ASSERT_EQ(region.workgroupCount[1], 2);
+  auto a = randomData(160 * 40, -1, 1, 10);
+  auto b = randomData(40 * 200, -1, 1, 11);
+  std::vector<float> want(160 * 200);
+  for (int i = 0; i < 160; ++i) {
+    for (int j = 0; j < 200; ++j) {
       double acc = 0;
       for (int k = 0; k < 40; ++k) {
-        acc += double(a[i * 40 + k]) * b[k * 48 + j];
+        acc += double(a[i * 40 + k]) * b[k * 200 + j];
       }
-      want[i * 48 + j] = float(acc);
+      want[i * 200 + j] = float(acc);
     }
   }
   expectNear(c.run({a, b})[0], want, 1e-5f);
 }
 
-TEST(LlvmCpuTest, StridedPaddedConvOverSeveralWorkgroups) {
-  Compiled c;
-  absl::Status s = c.compile(R"(
-graph @conv(%x: tensor<1x3x9x9xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>) {
-  %y = Conv(%x, %w, %b) {pads = [1, 1, 1, 1], strides = [2, 2]} : tensor<1x4x5x5xf32> loc("conv")
-  return %y
-})");
-  ASSERT_TRUE(s.ok()) << s.message();
-  const auto &wg = c.program().regions[0].workgroupCount;
-  ASSERT_GT(wg[0] * wg[1] * wg[2], 1) << "the test must cover tiling";
-  auto x = randomData(3 * 81, -1, 1, 4);
-  auto w = randomData(4 * 27, -1, 1, 5);
-  auto b = randomData(4, -1, 1, 6);
-  std::vector<float> want(4 * 25);
-  for (int m = 0; m < 4; ++m) {
-    for (int oh = 0; oh < 5; ++oh) {
-      for (int ow = 0; ow < 5; ++ow) {
-        float acc = b[m];
-        for (int ci = 0; ci < 3; ++ci) {
-          for (int kh = 0; kh < 3; ++kh) {
-            for (int kw = 0; kw < 3; ++kw) {
-              int ih = oh * 2 + kh - 1, iw = ow * 2 + kw - 1;
-              if (ih < 0 || ih >= 9 || iw < 0 || iw >= 9) {
+// Geometry of a 2-D convolution test case (batch 1, square kernel).
+struct ConvCase {
+  int ci, h, w, co, k, stride, dilation, pad, group;
+  int oh() const { return (h + 2 * pad - dilation * (k - 1) - 1) / stride + 1; }
+  int ow() const { return (w + 2 * pad - dilation * (k - 1) - 1) / stride + 1; }
+};
+
+std::string convGraph(const ConvCase &t) {
+  std::string x = "1x" + std::to_string(t.ci) + "x" + std::to_string(t.h) +
+                  "x" + std::to_string(t.w);
+  std::string w = std::to_string(t.co) + "x" + std::to_string(t.ci / t.group) +
+                  "x" + std::to_string(t.k) + "x" + std::to_string(t.k);
+  std::string y = "1x" + std::to_string(t.co) + "x" + std::to_string(t.oh()) +
+                  "x" + std::to_string(t.ow());
+  std::string p = std::to_string(t.pad);
+  return "graph @conv(%x: tensor<" + x + "xf32>, %w: tensor<" + w +
+         "xf32>, %b: tensor<" + std::to_string(t.co) +
+         "xf32>) {\n  %c = Conv(%x, %w, %b) {pads = [" + p + ", " + p + ", " +
+         p + ", " + p + "], strides = [" + std::to_string(t.stride) + ", " +
+         std::to_string(t.stride) + "], dilations = [" +
+         std::to_string(t.dilation) + ", " + std::to_string(t.dilation) +
+         "], group = " + std::to_string(t.group) + "} : tensor<" + y +
+         "xf32> loc(\"conv\")\n  %y = Relu(%c) : tensor<" + y +
+         "xf32>\n  return %y\n}";
+}
+
+std::vector<float> referenceConvRelu(const ConvCase &t,
+                                     const std::vector<float> &x,
+                                     const std::vector<float> &w,
+                                     const std::vector<float> &b) {
+  int cig = t.ci / t.group, cog = t.co / t.group;
+  std::vector<float> y(t.co * t.oh() * t.ow());
+  for (int m = 0; m < t.co; ++m) {
+    int g = m / cog;
+    for (int oh = 0; oh < t.oh(); ++oh) {
+      for (int ow = 0; ow < t.ow(); ++ow) {
+        double acc = b[m];
+        for (int c = 0; c < cig; ++c) {
+          for (int kh = 0; kh < t.k; ++kh) {
+            for (int kw = 0; kw < t.k; ++kw) {
+              int ih = oh * t.stride + kh * t.dilation - t.pad;
+              int iw = ow * t.stride + kw * t.dilation - t.pad;
+              if (ih < 0 || ih >= t.h || iw < 0 || iw >= t.w) {
                 continue;
               }
-              acc += x[ci * 81 + ih * 9 + iw] * w[m * 27 + ci * 9 + kh * 3 + kw];
+              acc += double(x[((g * cig + c) * t.h + ih) * t.w + iw]) *
+                     w[((m * cig + c) * t.k + kh) * t.k + kw];
             }
           }
         }
-        want[m * 25 + oh * 5 + ow] = acc;
+        y[(m * t.oh() + oh) * t.ow() + ow] = float(std::max(acc, 0.0));
       }
     }
   }
-  expectNear(c.run({x, w, b})[0], want, 1e-5f);
+  return y;
+}
+
+void checkConv(const ConvCase &t, bool severalWorkgroups) {
+  Compiled c;
+  absl::Status s = c.compile(convGraph(t));
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(c.program().regions.size(), 1u) << "bias and relu are fused";
+  const auto &wg = c.program().regions[0].workgroupCount;
+  if (severalWorkgroups) {
+    ASSERT_GT(wg[0] * wg[1] * wg[2], 1) << "the test must cover tiling";
+  }
+  auto x = randomData(t.ci * t.h * t.w, -1, 1, 4);
+  auto w = randomData(t.co * (t.ci / t.group) * t.k * t.k, -1, 1, 5);
+  auto b = randomData(t.co, -1, 1, 6);
+  expectNear(c.run({x, w, b})[0], referenceConvRelu(t, x, w, b), 1e-5f);
+}
+
+TEST(LlvmCpuTest, StridedPaddedConvOverSeveralWorkgroups) {
+  // 17x17 outputs: tiles of 6 rows, the last one partial; 4 channels (one
+  // partial block of 6 rows of A).
+  checkConv({/*ci=*/3, /*h=*/33, /*w=*/33, /*co=*/4, /*k=*/3, /*stride=*/2,
+             /*dilation=*/1, /*pad=*/1, /*group=*/1},
+            true);
+}
+
+TEST(LlvmCpuTest, ConvOddShapesMatchReference) {
+  // Dilation with padding; 13x13 pixels (not a multiple of 16).
+  checkConv({5, 13, 13, 7, 3, 1, 2, 2, 1}, false);
+  // Reduction of 30*3*3 = 270 > one chunk of 256; 11 channels.
+  checkConv({30, 9, 9, 11, 3, 1, 1, 1, 1}, false);
+  // Grouped convolution, 3 output channels per group (batch loop over
+  // groups); stride 2 with a 5x5 kernel.
+  checkConv({8, 15, 15, 12, 5, 2, 1, 2, 4}, false);
+  // 7x7 stride-2 stem-like convolution with several row tiles.
+  checkConv({3, 40, 40, 16, 7, 2, 1, 3, 1}, true);
+  // Pointwise convolution, 7x7 pixels (one column chunk of 1).
+  checkConv({24, 7, 7, 40, 1, 1, 1, 0, 1}, false);
+}
+
+// Depthwise convolutions (one channel per group) keep the generic path: no
+// matrix product to block.
+TEST(LlvmCpuTest, DepthwiseConvMatchesReference) {
+  checkConv({6, 12, 12, 6, 3, 1, 1, 1, 6}, false);
 }
 
 TEST(LlvmCpuTest, InlineMathMatchesLibm) {

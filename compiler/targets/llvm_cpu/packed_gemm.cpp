@@ -1,0 +1,442 @@
+// Packed-panel matrix product for convolution and contraction roots.
+//
+// Per workgroup tile (batch indices fixed, M rows [m0, m1), N box flattened
+// to j in [0, nTile)):
+//   acc[Mpad][Npad] = init
+//   for each chunk of kc reduction steps:
+//     pack B into panel[chunk c][k][NR] (padding, stride, dilation resolved
+//     here, once per tile; columns past nTile are zero)
+//     for each block of MR rows, for each NR-wide column chunk:
+//       microkernel: acc block (MR x NR, in registers) += A rows x panel
+//   epilogue: fused ops and store, element by element.
+// A (weights of a convolution, the left matrix of a matmul) is read in place
+// with one broadcast per row and reduction step.
+#include "compiler/targets/llvm_cpu/packed_gemm.h"
+
+#include <algorithm>
+
+#include "compiler/structured/fusion.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/Module.h"
+#include "llvm/TargetParser/Triple.h"
+
+namespace osprey::compiler::llvm_cpu {
+
+using structured::GemmPlan;
+using structured::StructuredOp;
+
+GemmKernelShape gemmKernelShape(llvm::StringRef triple) {
+  llvm::Triple t(triple);
+  if (t.getArch() == llvm::Triple::x86_64) {
+    // 6 x 16 floats: 12 ymm accumulators, 2 panel vectors, 1 broadcast.
+    return {/*vectorWidth=*/8, /*mr=*/6, /*nv=*/2, /*kc=*/256,
+            /*maxScratch=*/512 * 1024};
+  }
+  // Scalar FPUs with 32 single-precision registers (Cortex-M4F, RV32F):
+  // 4 x 4 accumulators; small chunks keep the stack use low.
+  return {/*vectorWidth=*/1, /*mr=*/4, /*nv=*/4, /*kc=*/32,
+          /*maxScratch=*/16 * 1024};
+}
+
+namespace {
+
+class PackedGemmEmitter {
+public:
+  PackedGemmEmitter(const dispatch::DispatchProgram &p,
+                    const dispatch::DispatchRegion &r, llvm::IRBuilder<> &b,
+                    llvm::Function *fn, const GemmPlan &plan,
+                    const GemmKernelShape &shape, const PackedGemmHooks &hooks)
+      : p_(p), r_(r), b_(b), fn_(fn), m_(*fn->getParent()),
+        ctx_(fn->getContext()), plan_(plan), shape_(shape), hooks_(hooks) {
+    idxTy_ = m_.getDataLayout().getIntPtrType(ctx_);
+    nr_ = shape.vectorWidth * shape.nv;
+  }
+
+  const StructuredOp &root() const { return p_.program.ops[r_.ops[0]]; }
+
+  // Largest extent of root loop |d| in one workgroup.
+  int64_t maxExtent(unsigned d) const {
+    int64_t bound = root().bounds[d];
+    bool tiled = std::find(r_.tiledLoops.begin(), r_.tiledLoops.end(), d) !=
+                 r_.tiledLoops.end();
+    if (tiled && d < r_.tileSizes.size() && r_.tileSizes[d] > 0) {
+      return std::min(bound, r_.tileSizes[d]);
+    }
+    return bound;
+  }
+
+  // Static sizes; false when the scratch does not fit the budget.
+  bool size() {
+    int64_t nMax = 1;
+    for (unsigned d : plan_.nLoops) {
+      nMax *= maxExtent(d);
+    }
+    k_ = 1;
+    for (unsigned d : plan_.kLoops) {
+      k_ *= root().bounds[d];
+    }
+    int64_t mMax = maxExtent(plan_.mLoop);
+    if (nMax <= 0 || k_ <= 0 || mMax <= 0) {
+      return false;
+    }
+    chunks_ = (nMax + nr_ - 1) / nr_;
+    nPad_ = chunks_ * nr_;
+    mPad_ = (mMax + shape_.mr - 1) / shape_.mr * shape_.mr;
+    kc_ = std::min<int64_t>(shape_.kc, k_);
+    uint64_t bytes = uint64_t(kc_ * nPad_ + mPad_ * nPad_) * 4;
+    return bytes <= shape_.maxScratch;
+  }
+
+  absl::Status emit(llvm::ArrayRef<llvm::Value *> lo,
+                    llvm::ArrayRef<llvm::Value *> hi) {
+    const StructuredOp &op = root();
+    llvm::Type *f32 = b_.getFloatTy();
+    panel_ = b_.CreateAlloca(llvm::ArrayType::get(f32, kc_ * nPad_), nullptr,
+                             "panel");
+    panel_->setAlignment(llvm::Align(64));
+    accs_ = b_.CreateAlloca(llvm::ArrayType::get(f32, mPad_ * nPad_), nullptr,
+                            "acc_tile");
+    accs_->setAlignment(llvm::Align(64));
+    size_t n = op.bounds.size();
+    ivs_.assign(lo.begin(), lo.end());
+    // Extents of the N box and the flattened index strides (innermost 1).
+    std::vector<llvm::Value *> nExt, nStride(plan_.nLoops.size());
+    for (unsigned d : plan_.nLoops) {
+      nExt.push_back(b_.CreateSub(hi[d], lo[d]));
+    }
+    llvm::Value *nTile = idx(1);
+    for (size_t i = plan_.nLoops.size(); i-- > 0;) {
+      nStride[i] = nTile;
+      nTile = b_.CreateMul(nTile, nExt[i]);
+    }
+    llvm::Value *mExt = b_.CreateSub(hi[plan_.mLoop], lo[plan_.mLoop]);
+    llvm::Value *aBase = hooks_.base(op.inputs[plan_.a].tensor);
+    int64_t aK = plan_.aStrides[plan_.kLoops.front()];
+    for (unsigned d : plan_.kLoops) {
+      if (root().bounds[d] > 1) {
+        aK = plan_.aStrides[d]; // stride of the fastest non-unit loop
+      }
+    }
+    (void)n;
+    absl::Status status = absl::OkStatus();
+    // Visits the N box in order; |body| gets the flattened index j.
+    auto forBox = [&](llvm::function_ref<void(llvm::Value *)> body) {
+      std::function<void(size_t, llvm::Value *)> rec = [&](size_t i,
+                                                          llvm::Value *j) {
+        if (i == plan_.nLoops.size()) {
+          body(j);
+          return;
+        }
+        unsigned d = plan_.nLoops[i];
+        loop(lo[d], hi[d], [&](llvm::Value *iv) {
+          ivs_[d] = iv;
+          rec(i + 1, b_.CreateAdd(
+                         j, b_.CreateMul(b_.CreateSub(iv, lo[d]), nStride[i])));
+        });
+        ivs_[d] = lo[d];
+      };
+      rec(0, idx(0));
+    };
+    nestBatch(0, lo, hi, [&] {
+      // Accumulators start at the reduction's initial value.
+      loop(idx(0), idx(mPad_ * nPad_), [&](llvm::Value *i) {
+        b_.CreateStore(llvm::ConstantFP::get(f32, *op.init),
+                       b_.CreateInBoundsGEP(f32, accs_, i));
+      });
+      int64_t kChunks = (k_ + kc_ - 1) / kc_;
+      loop(idx(0), idx(kChunks), [&](llvm::Value *chunk) {
+        llvm::Value *k0 = b_.CreateMul(chunk, idx(kc_));
+        llvm::Value *kc = b_.CreateSub(idx(k_), k0);
+        kc = b_.CreateSelect(b_.CreateICmpSLT(kc, idx(kc_)), kc, idx(kc_));
+        // Pack B: panel[j / NR][kk][j % NR].
+        loop(idx(0), kc, [&](llvm::Value *kk) {
+          llvm::Value *rest = b_.CreateAdd(k0, kk);
+          for (size_t i = plan_.kLoops.size(); i-- > 0;) {
+            unsigned d = plan_.kLoops[i];
+            int64_t bound = root().bounds[d];
+            ivs_[d] = bound == 1 ? idx(0) : b_.CreateURem(rest, idx(bound));
+            rest = bound == 1 ? rest : b_.CreateUDiv(rest, idx(bound));
+          }
+          auto slot = [&](llvm::Value *j) {
+            llvm::Value *c = b_.CreateUDiv(j, idx(nr_));
+            llvm::Value *lane = b_.CreateURem(j, idx(nr_));
+            llvm::Value *at = b_.CreateAdd(
+                b_.CreateMul(c, idx(kc_ * nr_)),
+                b_.CreateAdd(b_.CreateMul(kk, idx(nr_)), lane));
+            return b_.CreateInBoundsGEP(f32, panel_, at);
+          };
+          forBox([&](llvm::Value *j) {
+            llvm::Value *v = hooks_.load(op.inputs[plan_.b], ivs_);
+            b_.CreateStore(v, slot(j));
+          });
+          // Zero the columns past the tile in its last chunk.
+          llvm::Value *end = b_.CreateMul(
+              b_.CreateUDiv(b_.CreateAdd(nTile, idx(nr_ - 1)), idx(nr_)),
+              idx(nr_));
+          loop(nTile, end, [&](llvm::Value *j) {
+            b_.CreateStore(llvm::ConstantFP::get(f32, 0.0), slot(j));
+          });
+        });
+        for (unsigned d : plan_.kLoops) {
+          ivs_[d] = idx(0);
+        }
+        // A offset of the chunk's first reduction step at the batch indices.
+        llvm::Value *aOff = b_.CreateAdd(idx(plan_.aOffset),
+                                         b_.CreateMul(k0, idx(aK)));
+        for (unsigned d : plan_.batchLoops) {
+          aOff = b_.CreateAdd(aOff,
+                              b_.CreateMul(ivs_[d], idx(plan_.aStrides[d])));
+        }
+        int64_t lda = plan_.aStrides[plan_.mLoop];
+        llvm::Value *mBlocks = b_.CreateUDiv(
+            b_.CreateAdd(mExt, idx(shape_.mr - 1)), idx(shape_.mr));
+        llvm::Value *nChunks = b_.CreateUDiv(
+            b_.CreateAdd(nTile, idx(nr_ - 1)), idx(nr_));
+        loop(idx(0), mBlocks, [&](llvm::Value *mb) {
+          llvm::Value *m0 = b_.CreateMul(mb, idx(shape_.mr));
+          llvm::Value *rows = b_.CreateSub(mExt, m0);
+          rows = b_.CreateSelect(b_.CreateICmpSLT(rows, idx(shape_.mr)), rows,
+                                 idx(shape_.mr));
+          llvm::Value *aRow = b_.CreateInBoundsGEP(
+              f32, aBase,
+              b_.CreateAdd(aOff, b_.CreateMul(b_.CreateAdd(lo[plan_.mLoop], m0),
+                                              idx(lda))));
+          loop(idx(0), nChunks, [&](llvm::Value *c) {
+            llvm::Value *bp = b_.CreateInBoundsGEP(
+                f32, panel_, b_.CreateMul(c, idx(kc_ * nr_)));
+            llvm::Value *cp = b_.CreateInBoundsGEP(
+                f32, accs_,
+                b_.CreateAdd(b_.CreateMul(m0, idx(nPad_)),
+                             b_.CreateMul(c, idx(nr_))));
+            llvm::SmallVector<llvm::Value *, 8> args = {
+                aRow, idx(lda), idx(aK), rows, bp, cp, kc};
+            if (shape_.nv == 1) {
+              b_.CreateCall(kernel(shape_.nv), args);
+              return;
+            }
+            // A last chunk no wider than one vector runs the narrow kernel.
+            llvm::Value *width = b_.CreateSub(nTile, b_.CreateMul(c, idx(nr_)));
+            llvm::Value *narrow =
+                b_.CreateICmpSLE(width, idx(shape_.vectorWidth));
+            llvm::BasicBlock *wide =
+                llvm::BasicBlock::Create(ctx_, "gemm_wide", fn_);
+            llvm::BasicBlock *thin =
+                llvm::BasicBlock::Create(ctx_, "gemm_narrow", fn_);
+            llvm::BasicBlock *join =
+                llvm::BasicBlock::Create(ctx_, "gemm_join", fn_);
+            b_.CreateCondBr(narrow, thin, wide);
+            b_.SetInsertPoint(wide);
+            b_.CreateCall(kernel(shape_.nv), args);
+            b_.CreateBr(join);
+            b_.SetInsertPoint(thin);
+            b_.CreateCall(kernel(1), args);
+            b_.CreateBr(join);
+            b_.SetInsertPoint(join);
+          });
+        });
+      });
+      // Epilogue: fused ops and store per element.
+      loop(idx(0), mExt, [&](llvm::Value *m) {
+        ivs_[plan_.mLoop] = b_.CreateAdd(lo[plan_.mLoop], m);
+        llvm::Value *row = b_.CreateMul(m, idx(nPad_));
+        forBox([&](llvm::Value *j) {
+          if (!status.ok()) {
+            return;
+          }
+          llvm::Value *v = b_.CreateLoad(
+              f32, b_.CreateInBoundsGEP(f32, accs_, b_.CreateAdd(row, j)));
+          status = hooks_.finish(v, ivs_);
+        });
+        ivs_[plan_.mLoop] = lo[plan_.mLoop];
+      });
+    });
+    return status;
+  }
+
+private:
+  llvm::Value *idx(int64_t v) { return llvm::ConstantInt::get(idxTy_, v); }
+
+  // for (iv = lo; iv < hi; ++iv) body(iv)
+  void loop(llvm::Value *lo, llvm::Value *hi,
+            llvm::function_ref<void(llvm::Value *)> body) {
+    llvm::BasicBlock *pre = b_.GetInsertBlock();
+    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "gemm_loop", fn_);
+    llvm::BasicBlock *bodyBlock =
+        llvm::BasicBlock::Create(ctx_, "gemm_body", fn_);
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "gemm_exit", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode *iv = b_.CreatePHI(idxTy_, 2);
+    iv->addIncoming(lo, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), bodyBlock, exit);
+    b_.SetInsertPoint(bodyBlock);
+    body(iv);
+    iv->addIncoming(b_.CreateAdd(iv, idx(1), "", true, true),
+                    b_.GetInsertBlock());
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+  }
+
+  void nestBatch(size_t i, llvm::ArrayRef<llvm::Value *> lo,
+                 llvm::ArrayRef<llvm::Value *> hi,
+                 llvm::function_ref<void()> inner) {
+    if (i == plan_.batchLoops.size()) {
+      inner();
+      return;
+    }
+    unsigned d = plan_.batchLoops[i];
+    loop(lo[d], hi[d], [&](llvm::Value *iv) {
+      ivs_[d] = iv;
+      nestBatch(i + 1, lo, hi, inner);
+    });
+    ivs_[d] = lo[d];
+  }
+
+  // The microkernel with |nv| vectors per row, one per module:
+  //   void k(const float* a, idx lda, idx ka, idx rows, const float* panel,
+  //          float* c, idx kc)
+  // c[r][0..nv*VW) += sum_k a[min(r, rows-1)*lda + k*ka] * panel[k][..]
+  // for r < MR; rows of c are nPad apart, panel rows NR apart.
+  llvm::Function *kernel(unsigned nv) {
+    unsigned vw = shape_.vectorWidth;
+    std::string name = "osprey_gemm_" + std::to_string(shape_.mr) + "x" +
+                       std::to_string(nv * vw) + "_ld" +
+                       std::to_string(nPad_) + "_" + std::to_string(nr_);
+    if (llvm::Function *f = m_.getFunction(name)) {
+      return f;
+    }
+    llvm::Type *ptr = b_.getPtrTy();
+    llvm::Type *f32 = b_.getFloatTy();
+    llvm::Type *vec =
+        vw == 1 ? f32 : llvm::FixedVectorType::get(f32, vw);
+    auto *fnTy = llvm::FunctionType::get(
+        b_.getVoidTy(), {ptr, idxTy_, idxTy_, idxTy_, ptr, ptr, idxTy_},
+        false);
+    llvm::Function *f = llvm::Function::Create(
+        fnTy, llvm::GlobalValue::InternalLinkage, name, m_);
+    f->addFnAttr(llvm::Attribute::NoUnwind);
+    f->addFnAttr("no-builtins");
+    // One out-of-line copy per shape: a call costs nothing next to kc steps
+    // of MR x NR multiply-adds, and the regions stay small.
+    f->addFnAttr(llvm::Attribute::NoInline);
+    for (unsigned i : {0u, 4u, 5u}) {
+      f->addParamAttr(i, llvm::Attribute::NoAlias);
+    }
+    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx_, "entry", f));
+    llvm::Value *a = f->getArg(0), *lda = f->getArg(1), *ka = f->getArg(2),
+                *rows = f->getArg(3), *panel = f->getArg(4),
+                *c = f->getArg(5), *kc = f->getArg(6);
+    unsigned mr = shape_.mr;
+    std::vector<llvm::Value *> aRows;
+    llvm::Value *last = b.CreateSub(rows, llvm::ConstantInt::get(idxTy_, 1));
+    for (unsigned r = 0; r < mr; ++r) {
+      llvm::Value *rr = llvm::ConstantInt::get(idxTy_, r);
+      rr = b.CreateSelect(b.CreateICmpSLT(rr, rows), rr, last);
+      aRows.push_back(b.CreateInBoundsGEP(f32, a, b.CreateMul(rr, lda)));
+    }
+    auto cSlot = [&](unsigned r, unsigned v) {
+      return b.CreateInBoundsGEP(
+          f32, c, llvm::ConstantInt::get(idxTy_, int64_t(r) * nPad_ + v * vw));
+    };
+    std::vector<llvm::Value *> init;
+    for (unsigned r = 0; r < mr; ++r) {
+      for (unsigned v = 0; v < nv; ++v) {
+        init.push_back(b.CreateAlignedLoad(vec, cSlot(r, v), llvm::Align(4)));
+      }
+    }
+    llvm::BasicBlock *pre = b.GetInsertBlock();
+    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "k", f);
+    llvm::BasicBlock *body = llvm::BasicBlock::Create(ctx_, "k_body", f);
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "k_exit", f);
+    b.CreateBr(header);
+    b.SetInsertPoint(header);
+    llvm::PHINode *k = b.CreatePHI(idxTy_, 2);
+    k->addIncoming(llvm::ConstantInt::get(idxTy_, 0), pre);
+    std::vector<llvm::PHINode *> acc;
+    for (llvm::Value *v : init) {
+      llvm::PHINode *phi = b.CreatePHI(vec, 2);
+      phi->addIncoming(v, pre);
+      acc.push_back(phi);
+    }
+    b.CreateCondBr(b.CreateICmpSLT(k, kc), body, exit);
+    b.SetInsertPoint(body);
+    std::vector<llvm::Value *> bv;
+    llvm::Value *bRow = b.CreateInBoundsGEP(
+        f32, panel, b.CreateMul(k, llvm::ConstantInt::get(idxTy_, nr_)));
+    for (unsigned v = 0; v < nv; ++v) {
+      bv.push_back(b.CreateAlignedLoad(
+          vec,
+          b.CreateInBoundsGEP(f32, bRow, llvm::ConstantInt::get(idxTy_, v * vw)),
+          llvm::Align(4)));
+    }
+    llvm::Value *aAt = b.CreateMul(k, ka);
+    std::vector<llvm::Value *> next(acc.size());
+    for (unsigned r = 0; r < mr; ++r) {
+      llvm::Value *s = b.CreateLoad(f32, b.CreateInBoundsGEP(f32, aRows[r], aAt));
+      llvm::Value *splat = vw == 1 ? s : b.CreateVectorSplat(vw, s);
+      for (unsigned v = 0; v < nv; ++v) {
+        next[r * nv + v] = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec},
+                                             {splat, bv[v], acc[r * nv + v]});
+      }
+    }
+    llvm::Value *kNext =
+        b.CreateAdd(k, llvm::ConstantInt::get(idxTy_, 1), "", true, true);
+    k->addIncoming(kNext, b.GetInsertBlock());
+    for (size_t i = 0; i < acc.size(); ++i) {
+      acc[i]->addIncoming(next[i], b.GetInsertBlock());
+    }
+    b.CreateBr(header);
+    b.SetInsertPoint(exit);
+    for (unsigned r = 0; r < mr; ++r) {
+      for (unsigned v = 0; v < nv; ++v) {
+        b.CreateAlignedStore(acc[r * nv + v], cSlot(r, v), llvm::Align(4));
+      }
+    }
+    b.CreateRetVoid();
+    return f;
+  }
+
+  const dispatch::DispatchProgram &p_;
+  const dispatch::DispatchRegion &r_;
+  llvm::IRBuilder<> &b_;
+  llvm::Function *fn_;
+  llvm::Module &m_;
+  llvm::LLVMContext &ctx_;
+  const GemmPlan &plan_;
+  GemmKernelShape shape_;
+  const PackedGemmHooks &hooks_;
+  llvm::Type *idxTy_;
+  int64_t nr_ = 0, k_ = 0, kc_ = 0, chunks_ = 0, nPad_ = 0, mPad_ = 0;
+  llvm::AllocaInst *panel_ = nullptr;
+  llvm::AllocaInst *accs_ = nullptr;
+  std::vector<llvm::Value *> ivs_;
+};
+
+} // namespace
+
+absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
+                                    const dispatch::DispatchRegion &region,
+                                    llvm::IRBuilder<> &builder,
+                                    llvm::Function *fn,
+                                    llvm::ArrayRef<llvm::Value *> lo,
+                                    llvm::ArrayRef<llvm::Value *> hi,
+                                    const PackedGemmHooks &hooks) {
+  const StructuredOp &root = program.program.ops[region.ops[0]];
+  std::optional<GemmPlan> plan = structured::planGemm(program.program, root);
+  if (!plan) {
+    return false;
+  }
+  GemmKernelShape shape =
+      gemmKernelShape(fn->getParent()->getTargetTriple());
+  PackedGemmEmitter emitter(program, region, builder, fn, *plan, shape, hooks);
+  if (!emitter.size()) {
+    return false;
+  }
+  absl::Status status = emitter.emit(lo, hi);
+  if (!status.ok()) {
+    return status;
+  }
+  return true;
+}
+
+} // namespace osprey::compiler::llvm_cpu
