@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# QEMU model test driver (ctest label qemu): exports a model with its input
+# and reference output (scripts/qemu/make_model_data.py), compiles it for
+# TARGET's CPU with osprey-compile in FORMAT, cross-builds the model image
+# (samples/bare_metal/model_main.cc) into BUILD_DIR, runs it on the matching
+# QEMU board and checks its exit code.
+#
+#   scripts/qemu/test_model.sh TARGET BUILD_DIR MODEL_DIR FORMAT COMPILER
+#                              [--model NAME] [--expect-exit N] [ARG...]
+#
+#   TARGET     cortex-m4 (armv7em code) or riscv32
+#   FORMAT     embedded-elf or static-library
+#   COMPILER   path of osprey-compile
+#   MODEL_DIR  where the exported model and the compiled files go
+#   --model NAME     model of scripts/models/export_models.py (default ds_cnn)
+#   --expect-exit N  pass only if the image exits with N (default 0)
+#   ARG              passed to the image's main() (e.g. --inject-failure)
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+if (($# < 5)); then
+  echo "usage: test_model.sh TARGET BUILD_DIR MODEL_DIR FORMAT COMPILER [--model NAME]" \
+       "[--expect-exit N] [ARG...]" >&2
+  exit 2
+fi
+target="$1"
+build_dir="$2"
+model_dir="$3"
+format="$4"
+compiler="$5"
+shift 5
+model=ds_cnn
+expect=0
+while (($# >= 2)); do
+  case "$1" in
+    --model) model="$2"; shift 2 ;;
+    --expect-exit) expect="$2"; shift 2 ;;
+    *) break ;;
+  esac
+done
+case "$target" in
+  cortex-m4) cpu=armv7em ;;
+  riscv32) cpu=riscv32 ;;
+  *) echo "test_model.sh: no model image for target '$target'" >&2; exit 2 ;;
+esac
+case "$format" in
+  embedded-elf) suffix=elf ;;
+  static-library) suffix=static ;;
+  *) echo "test_model.sh: unknown format '$format'" >&2; exit 2 ;;
+esac
+
+mkdir -p "$model_dir"
+/usr/bin/python3 "$root/scripts/qemu/make_model_data.py" --out "$model_dir" --model "$model"
+"$compiler" "$model_dir/$model.onnx" --target="$cpu" --output-format="$format" \
+  -o "$model_dir/${model}_$suffix.osp"
+echo "test_model.sh: compiled $model for $cpu as $format"
+
+bash "$root/scripts/qemu/test_firmware.sh" "$target" "$build_dir" \
+  --image "osprey_bare_metal_model_$suffix" \
+  --cmake-arg "-DOSPREY_MODEL_DIR=$model_dir" --cmake-arg "-DOSPREY_MODEL_NAME=$model" \
+  --expect-exit "$expect" "$@"
