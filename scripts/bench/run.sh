@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# Benchmarks Osprey against ONNX Runtime on this machine: exports the models
-# (scripts/models/export_models.py, cached), installs onnxruntime-node into a
-# cache under the build directory on first use, then runs bench.py, which prints
-# a table of compile time, latency (median of timed runs after warm-up) and peak
-# RSS for Osprey (cpu-sync, cpu-task with 1 and 2 workers) and ONNX Runtime (1
-# and 2 intra-op threads).
+# Benchmarks Osprey against ONNX Runtime on this machine: installs
+# onnxruntime-node into a cache under the build directory on first use, then
+# runs bench.py, which exports the models (scripts/models/export_models.py,
+# cached) and prints tables of compile time, latency (median of timed runs after
+# warm-up), process CPU time per call and peak RSS for Osprey (cpu-sync,
+# cpu-task with 1 and 2 workers) and ONNX Runtime (1 and 2 intra-op threads).
 #
 #   OSPREY_BUILD_DIR     build with osprey-compile/-benchmark (default: build)
-#   OSPREY_BENCH_MODELS  comma-separated models (default: mobilenet_v2,resnet18)
+#   OSPREY_BENCH_MODELS  comma-separated models or groups (reference, tiny,
+#                        default, all; default: default = the reference set
+#                        mobilenet_v2, resnet18, efficientnet_b0, bert_mini,
+#                        then MLPerf Tiny)
 #   OSPREY_BENCH_RUNS    timed runs per configuration (default: 25)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build_dir="${OSPREY_BUILD_DIR:-$root/build}"
-models="${OSPREY_BENCH_MODELS:-mobilenet_v2,resnet18}"
+models="${OSPREY_BENCH_MODELS:-default}"
 runs="${OSPREY_BENCH_RUNS:-25}"
 cache="$build_dir/bench"
 ort_version=1.30.0
@@ -27,8 +30,6 @@ for tool in osprey-compile osprey-benchmark; do
 done
 
 mkdir -p "$cache/models" "$cache/ort"
-/usr/bin/python3 "$root/scripts/models/export_models.py" --out "$cache/models" \
-  --models "$models" --cached
 
 # The package ships its CPU binaries; its install script only fetches optional
 # GPU providers from the network, so it is skipped.
@@ -40,6 +41,6 @@ if [[ ! -f "$cache/ort/node_modules/onnxruntime-node/package.json" ]] ||
 fi
 
 echo "uptime: $(uptime)"
-/usr/bin/python3 "$root/scripts/bench/bench.py" --build "$build_dir" \
+/usr/bin/python3 "$root/scripts/bench/bench.py" --build "$build_dir" --export \
   --models-dir "$cache/models" --ort-dir "$cache/ort" --models "$models" --runs "$runs" \
   --json "$cache/results.json"
