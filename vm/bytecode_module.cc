@@ -387,6 +387,26 @@ Status BytecodeModule::Initialize(std::span<const uint8_t> file) {
                                           "executable", i, &info.data, &info.length));
   }
 
+  //===--- Attributes -----------------------------------------------------===//
+  if (const auto* attributes = def->attributes()) {
+    constexpr uint32_t kMaxAttributes = 256;
+    if (attributes->size() > kMaxAttributes) {
+      return InvalidArgumentError("module has %u attributes (limit %u)", attributes->size(),
+                                  kMaxAttributes);
+    }
+    for (uint32_t i = 0; i < attributes->size(); ++i) {
+      const char* key = attributes->Get(i)->key()->c_str();
+      if (key[0] == '\0') return InvalidArgumentError("attribute %u has an empty key", i);
+      for (uint32_t k = 0; k < i; ++k) {
+        if (strcmp(key, attributes->Get(k)->key()->c_str()) == 0) {
+          return InvalidArgumentError("attribute '%s' appears twice", key);
+        }
+      }
+    }
+    attributes_ = attributes;
+    attribute_count_ = attributes->size();
+  }
+
   //===--- Debug info -----------------------------------------------------===//
   if (const fb::DebugInfoDef* debug = def->debug_info(); debug && debug->functions()) {
     OSPREY_RETURN_IF_ERROR(AllocateArray(allocator_, function_count, &debug_locations_));
@@ -459,6 +479,21 @@ StatusOr<ModuleState*> BytecodeModule::CreateState(Allocator* allocator) {
     state->f32 = reinterpret_cast<float*>(p);
   }
   return static_cast<ModuleState*>(state);
+}
+
+AttributeInfo BytecodeModule::attribute(uint32_t index) const {
+  const auto* def = static_cast<const flatbuffers::Vector<flatbuffers::Offset<fb::AttributeDef>>*>(
+                        attributes_)
+                        ->Get(index);
+  return AttributeInfo{def->key()->c_str(), def->value()->c_str()};
+}
+
+const char* BytecodeModule::LookupAttribute(const char* key) const {
+  for (uint32_t i = 0; i < attribute_count_; ++i) {
+    AttributeInfo info = attribute(i);
+    if (strcmp(info.key, key) == 0) return info.value;
+  }
+  return nullptr;
 }
 
 const char* BytecodeModule::SourceLocation(uint32_t function_index, uint32_t offset) const {

@@ -59,6 +59,13 @@ struct ExecutableInfo {
   uint32_t alignment = 1;
 };
 
+// A reflection attribute of a module (ModuleDef.attributes), e.g. the
+// compiler's "arena_size". Strings are borrowed from the file.
+struct AttributeInfo {
+  const char* key = "";
+  const char* value = "";
+};
+
 // The per-context state of a bytecode module: its globals, zeroed (refs
 // null) at creation. Owned by the context.
 struct BytecodeModuleState final : public ModuleState {
@@ -119,6 +126,12 @@ class BytecodeModule final : public Module {
   // Function run once per context at creation, or -1.
   int32_t initializer() const { return initializer_; }
 
+  // Reflection attributes (keys unique, at most 256).
+  uint32_t attribute_count() const { return attribute_count_; }
+  AttributeInfo attribute(uint32_t index) const;
+  // The value of attribute |key|, or null when the module has none.
+  const char* LookupAttribute(const char* key) const;
+
   // The source location recorded for |offset| in function |function_index|
   // (the last entry at or before |offset|), or null when there is none.
   const char* SourceLocation(uint32_t function_index, uint32_t offset) const;
@@ -148,6 +161,8 @@ class BytecodeModule final : public Module {
   uint32_t executable_count_ = 0;
   uint32_t global_counts_[kBankCount] = {};
   int32_t initializer_ = -1;
+  const void* attributes_ = nullptr;  // Vector of schema::AttributeDef.
+  uint32_t attribute_count_ = 0;
   // Per function: its schema::FunctionDebugDef locations vector, or null.
   const void** debug_locations_ = nullptr;
 };

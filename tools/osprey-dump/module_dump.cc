@@ -126,6 +126,10 @@ Status DumpModule(std::span<const uint8_t> data, std::string* out) {
   Appendf(out, "initializer: %s\n",
           module->initializer() < 0 ? "none"
                                     : module->function(uint32_t(module->initializer())).name);
+  for (uint32_t i = 0; i < module->attribute_count(); ++i) {
+    const vm::AttributeInfo attribute = module->attribute(i);
+    Appendf(out, "attribute: %s = %s\n", attribute.key, attribute.value);
+  }
 
   OSPREY_ASSIGN_OR_RETURN(std::string text, vm::Disassemble(aligned.span()),
                           "disassembling the module");

@@ -250,13 +250,28 @@ StatusOr<std::vector<uint8_t>> ModuleBuilder::Serialize(
                                       global_counts_[3], global_counts_[4]);
   flatbuffers::Offset<fb::DebugInfoDef> debug;
   if (!debug_functions.empty()) debug = fb::CreateDebugInfoDefDirect(b, &debug_functions);
+  std::vector<flatbuffers::Offset<fb::AttributeDef>> attributes;
+  for (const auto& [key, value] : attributes_) {
+    attributes.push_back(fb::CreateAttributeDefDirect(b, key.c_str(), value.c_str()));
+  }
   auto module = fb::CreateModuleDefDirect(
       b, format_version_, name_.c_str(), version_, imports.empty() ? nullptr : &imports,
       exports.empty() ? nullptr : &exports, functions.empty() ? nullptr : &functions,
       bytecode.empty() ? nullptr : &bytecode, rodata.empty() ? nullptr : &rodata,
-      executables.empty() ? nullptr : &executables, globals, initializer_, debug);
+      executables.empty() ? nullptr : &executables, globals, initializer_, debug,
+      attributes.empty() ? nullptr : &attributes);
   fb::FinishSizePrefixedModuleDefBuffer(b, module);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+}
+
+void ModuleBuilder::SetAttribute(std::string key, std::string value) {
+  for (auto& [k, v] : attributes_) {
+    if (k == key) {
+      v = std::move(value);
+      return;
+    }
+  }
+  attributes_.emplace_back(std::move(key), std::move(value));
 }
 
 StatusOr<std::vector<uint8_t>> ModuleBuilder::Build(const BuildOptions& options) const {

@@ -103,6 +103,9 @@ class ModuleBuilder {
                          uint32_t alignment = 16);
   void SetGlobalCount(Bank bank, uint32_t count) { global_counts_[int(bank)] = count; }
   void SetInitializer(int32_t function_index) { initializer_ = function_index; }
+  // Adds (or replaces) the reflection attribute |key| (see
+  // BytecodeModule::LookupAttribute).
+  void SetAttribute(std::string key, std::string value);
 
   // Lookups by name (the assembler resolves symbols with these).
   std::optional<uint32_t> FindFunction(const std::string& name) const;
@@ -147,6 +150,7 @@ class ModuleBuilder {
   std::vector<Segment> executables_;
   std::array<uint32_t, kBankCount> global_counts_{};
   int32_t initializer_ = -1;
+  std::vector<std::pair<std::string, std::string>> attributes_;
 };
 
 // Bytes at a 4096-byte aligned address (module files must be loaded at an

@@ -47,6 +47,7 @@ struct RawModule {
   uint64_t external_length = 0;
   uint32_t debug_function = 0;
   bool debug = false;
+  std::vector<std::pair<std::string, std::string>> attributes;
 };
 
 std::vector<uint8_t> BuildRaw(const RawModule& raw) {
@@ -73,9 +74,13 @@ std::vector<uint8_t> BuildRaw(const RawModule& raw) {
         fb::CreateFunctionDebugDefDirect(b, raw.debug_function, &locations)};
     debug = fb::CreateDebugInfoDefDirect(b, &fns);
   }
+  std::vector<flatbuffers::Offset<fb::AttributeDef>> attributes;
+  for (const auto& [key, value] : raw.attributes) {
+    attributes.push_back(fb::CreateAttributeDefDirect(b, key.c_str(), value.c_str()));
+  }
   auto module = fb::CreateModuleDefDirect(b, 1, "raw", 0, nullptr, nullptr, &functions, &code,
                                           rodata.empty() ? nullptr : &rodata, nullptr, 0, -1,
-                                          debug);
+                                          debug, attributes.empty() ? nullptr : &attributes);
   fb::FinishSizePrefixedModuleDefBuffer(b, module);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }
@@ -92,6 +97,32 @@ TEST(LoaderTest, LoadsValidModule) {
   EXPECT_EQ(loaded->module->export_count(), 1u);
   EXPECT_STREQ(loaded->module->export_info(0).name, "main");
   EXPECT_TRUE(LoadBytes(BuildRaw({})).ok());
+}
+
+TEST(LoaderTest, ReadsAttributes) {
+  ModuleBuilder b = ValidBuilder();
+  b.SetAttribute("arena_size", "1024");
+  b.SetAttribute("arena_alignment", "64");
+  b.SetAttribute("arena_size", "4096");  // Replaces the first value.
+  auto file = b.Build();
+  ASSERT_TRUE(file.ok());
+  auto loaded = LoadBytes(*file);
+  ASSERT_TRUE(loaded.ok()) << StatusText(loaded.status());
+  ASSERT_EQ(loaded->module->attribute_count(), 2u);
+  EXPECT_STREQ(loaded->module->attribute(1).key, "arena_alignment");
+  EXPECT_STREQ(loaded->module->LookupAttribute("arena_size"), "4096");
+  EXPECT_EQ(loaded->module->LookupAttribute("missing"), nullptr);
+}
+
+TEST(LoaderTest, RejectsDuplicateOrEmptyAttributeKeys) {
+  RawModule twice;
+  twice.attributes = {{"k", "1"}, {"k", "2"}};
+  ExpectError(LoadBytes(BuildRaw(twice)).status(), StatusCode::kInvalidArgument,
+              "attribute 'k' appears twice");
+  RawModule empty;
+  empty.attributes = {{"", "1"}};
+  ExpectError(LoadBytes(BuildRaw(empty)).status(), StatusCode::kInvalidArgument,
+              "attribute 0 has an empty key");
 }
 
 TEST(LoaderTest, RejectsNonModules) {

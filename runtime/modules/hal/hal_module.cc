@@ -358,6 +358,64 @@ Status BufferSubspan(vm::NativeCall& call) {
   return OkStatus();
 }
 
+// Releases the read-only vm.buffer a wrapped rodata buffer keeps alive.
+void ReleaseSegment(void* user_data, void* memory) {
+  static_cast<vm::Buffer*>(user_data)->Release();
+}
+
+// (allocator, segment) -> buffer: a hal.buffer over the bytes of the
+// read-only vm.buffer |segment| (a module rodata segment from
+// const.ref.rodata) with read-only access and dispatch-read, transfer-source,
+// mapping and constant usage. Zero-copy when the allocator imports host
+// memory: the buffer retains |segment|, whose bytes stay valid while it (and
+// so the module file) lives. Allocators that cannot import host memory get a
+// copy in memory they allocate.
+Status BufferWrapRodata(vm::NativeCall& call) {
+  ohal::Allocator* allocator = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kAllocatorType, &allocator));
+  vm::Buffer* segment = nullptr;
+  OSPREY_RETURN_IF_ERROR(call.GetRef(1, vm::Buffer::type(), &segment));
+  if (!segment->read_only()) {
+    return InvalidArgumentError("argument 1 (segment): expected a read-only vm.buffer (a rodata "
+                                "segment), got a writable one");
+  }
+  ohal::BufferParams params;
+  params.type = ohal::MemoryType::kHostLocal | ohal::MemoryType::kDeviceVisible;
+  params.usage = ohal::BufferUsage::kDispatchStorageRead | ohal::BufferUsage::kTransferSource |
+                 ohal::BufferUsage::kMapping | ohal::BufferUsage::kConstant;
+  params.access = ohal::MemoryAccess::kRead;
+  const ohal::DeviceSize length = segment->length();
+  ohal::BufferParams query = params;
+  if (ohal::AnyBitSet(allocator->QueryCompatibility(&query, length),
+                      ohal::BufferCompatibility::kImportable)) {
+    segment->Retain();
+    // The HAL takes mutable pointers; read-only access forbids writing through
+    // this one (mapping for write or binding as a written operand).
+    auto buffer = allocator->ImportBuffer(params, const_cast<uint8_t*>(segment->data()), length,
+                                          ohal::ReleaseCallback{&ReleaseSegment, segment});
+    if (!buffer.ok()) {
+      segment->Release();
+      Status status = std::move(buffer).status();
+      return std::move(status).Annotate("wrapping a rodata segment of %zu bytes",
+                                        segment->length());
+    }
+    call.set_ref(0, vm::Ref::FromRefPtr(std::move(*buffer), &kBufferType));
+    return OkStatus();
+  }
+  // The device cannot address host memory: copy into memory it allocates.
+  // The copy needs write access once, so it stays writable at the HAL level;
+  // compiled programs bind it only as a read operand.
+  params.usage |= ohal::BufferUsage::kTransferTarget;
+  params.access = ohal::MemoryAccess::kAll;
+  OSPREY_ASSIGN_OR_RETURN(auto buffer, allocator->AllocateBuffer(params, length),
+                          "allocating a copy of a rodata segment of %zu bytes",
+                          segment->length());
+  OSPREY_RETURN_IF_ERROR(buffer->WriteData(0, segment->data(), length),
+                         "copying a rodata segment of %zu bytes", segment->length());
+  call.set_ref(0, vm::Ref::FromRefPtr(std::move(buffer), &kBufferType));
+  return OkStatus();
+}
+
 //===----------------------------------------------------------------------===//
 // Buffer views
 //===----------------------------------------------------------------------===//
@@ -772,6 +830,7 @@ constexpr vm::NativeFunction kFunctions[] = {
     {"allocator.compatibility", "riiI:i", AllocatorCompatibility},
     {"buffer.length", "r:I", BufferLength},
     {"buffer.subspan", "rII:r", BufferSubspan},
+    {"buffer.wrap_rodata", "rr:r", BufferWrapRodata},
     {"buffer_view.create", "rIIir:r", BufferViewCreate},
     {"buffer_view.buffer", "r:r", BufferViewBuffer},
     {"buffer_view.element_type", "r:i", BufferViewElementType},

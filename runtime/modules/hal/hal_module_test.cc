@@ -9,6 +9,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "vm/api.h"
+#include "vm/asm/assembler.h"
+#include "vm/builder/module_builder.h"
 
 namespace osprey::modules::hal {
 namespace {
@@ -290,6 +292,197 @@ TEST_F(HalModuleTest, InlineModuleAllocatesAndChecksDispatchArguments) {
   Status no_caller = call("executable.create", {vm::Value::I32(0)}, &results);
   EXPECT_EQ(no_caller.code(), StatusCode::kFailedPrecondition);
   EXPECT_LT(InlineModuleFunctions().size(), ModuleFunctions().size());
+}
+
+//===----------------------------------------------------------------------===//
+// buffer.wrap_rodata
+//===----------------------------------------------------------------------===//
+
+// Owns module file bytes (at a 4096-aligned address) and counts its own
+// destruction, so tests can see when the last user let go of them.
+class FileBytes final : public RefObject {
+ public:
+  FileBytes(std::span<const uint8_t> bytes, int* destroyed)
+      : bytes_(bytes), destroyed_(destroyed) {}
+  ~FileBytes() override { ++*destroyed_; }
+  std::span<const uint8_t> span() const { return bytes_.span(); }
+
+ private:
+  vm::AlignedBytes bytes_;
+  int* destroyed_;
+};
+
+// A module whose `wrap` returns its 64-byte aligned segment @weights as a
+// hal.buffer, and whose `wrap_writable` passes a writable vm.buffer.
+constexpr char kRodataModule[] = R"(
+module @consts version 1
+import @hal.device() -> (ref)
+import @hal.device.allocator(ref) -> (ref)
+import @hal.buffer.wrap_rodata(ref, ref) -> (ref)
+rodata @weights align 64 hex "0000803f000000400000404000008040"
+func @wrap() -> (ref) regs(r=4) export {
+  call @hal.device() -> (%r0)
+  call @hal.device.allocator(%r0) -> (%r1)
+  const.ref.rodata %r2, @weights
+  call @hal.buffer.wrap_rodata(%r1, %r2) -> (%r3)
+  return %r3
+}
+func @wrap_writable() -> (ref) regs(l=1, r=4) export {
+  call @hal.device() -> (%r0)
+  call @hal.device.allocator(%r0) -> (%r1)
+  const.i64 %l0, 16
+  buffer.alloc %r2, %l0
+  call @hal.buffer.wrap_rodata(%r1, %r2) -> (%r3)
+  return %r3
+}
+)";
+
+class WrapRodataTest : public HalModuleTest {
+ protected:
+  void LoadModule(const char* text) {
+    auto bytes = vm::AssembleModule(text);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+    auto file = MakeRef<FileBytes>(allocator_, *bytes, &file_destroyed_);
+    ASSERT_TRUE(file.ok());
+    file_ = file->get();
+    auto module = vm::BytecodeModule::Load(file_->span(), std::move(*file), allocator_);
+    ASSERT_TRUE(module.ok()) << module.status().message();
+    consts_ = std::move(*module);
+    vm::Module* modules[] = {module_.get(), consts_.get()};
+    auto context = vm::Context::Create(instance_.get(), modules, {}, allocator_);
+    ASSERT_TRUE(context.ok()) << context.status().message();
+    consts_context_ = std::move(*context);
+  }
+  Status Invoke(const char* name, vm::Value* result) {
+    OSPREY_ASSIGN_OR_RETURN(vm::Function function,
+                            consts_context_->LookupFunction("consts", name));
+    return consts_context_->Invoke(function, {}, std::span<vm::Value>(result, 1));
+  }
+
+  int file_destroyed_ = 0;
+  FileBytes* file_ = nullptr;  // Owned by the module (and what retains it).
+  ref_ptr<vm::BytecodeModule> consts_;
+  ref_ptr<vm::Context> consts_context_;
+};
+
+TEST_F(WrapRodataTest, WrapsTheSegmentInPlaceWithoutCopying) {
+  ASSERT_NO_FATAL_FAILURE(LoadModule(kRodataModule));
+  vm::Value result;
+  ASSERT_TRUE(Invoke("wrap", &result).ok());
+  ohal::Buffer* buffer = result.ref.As<ohal::Buffer>(&kBufferType);
+  ASSERT_NE(buffer, nullptr);
+  EXPECT_EQ(buffer->byte_length(), 16u);
+  EXPECT_EQ(buffer->allowed_access(), ohal::MemoryAccess::kRead);
+  EXPECT_TRUE(ohal::AnyBitSet(buffer->allowed_usage(), ohal::BufferUsage::kConstant));
+
+  ohal::MappedMemory mapping;
+  ASSERT_TRUE(buffer->MapRange(ohal::MemoryAccess::kRead, 0, ohal::kWholeBuffer, &mapping).ok());
+  auto contents = mapping.Contents();
+  ASSERT_TRUE(contents.ok());
+  // The mapped bytes are the segment inside the module file itself.
+  const uint8_t* file_begin = file_->span().data();
+  const uint8_t* file_end = file_begin + file_->span().size();
+  EXPECT_GE(contents->data(), file_begin);
+  EXPECT_LE(contents->data() + contents->size(), file_end);
+  EXPECT_EQ(contents->data(), consts_->rodata(0).data);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(contents->data()) % 64, 0u);
+  float values[4];
+  memcpy(values, contents->data(), sizeof(values));
+  EXPECT_EQ(values[0], 1.0f);
+  EXPECT_EQ(values[3], 4.0f);
+}
+
+TEST_F(WrapRodataTest, WritingThroughTheBufferIsDenied) {
+  ASSERT_NO_FATAL_FAILURE(LoadModule(kRodataModule));
+  vm::Value wrapped;
+  ASSERT_TRUE(Invoke("wrap", &wrapped).ok());
+  ohal::Buffer* buffer = wrapped.ref.As<ohal::Buffer>(&kBufferType);
+  ASSERT_NE(buffer, nullptr);
+  ohal::MappedMemory mapping;
+  EXPECT_EQ(buffer->MapRange(ohal::MemoryAccess::kWrite, 0, 4, &mapping).code(),
+            StatusCode::kPermissionDenied);
+  const uint32_t word = 7;
+  EXPECT_EQ(buffer->WriteData(0, &word, 4).code(), StatusCode::kPermissionDenied);
+
+  // Commands that write the buffer are rejected while recording.
+  vm::Value device = Device();
+  vm::Value command_buffer = CallOne("command_buffer.create", {device, vm::Value::I32(1)});
+  CallOne("command_buffer.begin", {command_buffer});
+  std::vector<vm::Value> results;
+  Status fill = Call("command_buffer.fill_buffer",
+                     {command_buffer, wrapped, vm::Value::I64(0), vm::Value::I64(-1),
+                      vm::Value::I32(0), vm::Value::I32(4)},
+                     &results);
+  EXPECT_EQ(fill.code(), StatusCode::kPermissionDenied) << fill.message();
+  vm::Value scratch = Allocate(16);
+  Status copy_into = Call("command_buffer.copy_buffer",
+                          {command_buffer, scratch, vm::Value::I64(0), wrapped,
+                           vm::Value::I64(0), vm::Value::I64(16)},
+                          &results);
+  EXPECT_EQ(copy_into.code(), StatusCode::kPermissionDenied) << copy_into.message();
+  // Reading it as a copy source is allowed.
+  Status copy_from = Call("command_buffer.copy_buffer",
+                          {command_buffer, wrapped, vm::Value::I64(0), scratch,
+                           vm::Value::I64(0), vm::Value::I64(16)},
+                          &results);
+  EXPECT_TRUE(copy_from.ok()) << copy_from.message();
+  CallOne("command_buffer.end", {command_buffer});
+  CallOne("device.queue.execute_sync", {device, command_buffer});
+  float values[4] = {};
+  ASSERT_TRUE(scratch.ref.As<ohal::Buffer>(&kBufferType)->ReadData(0, values, 16).ok());
+  EXPECT_EQ(values[1], 2.0f);
+}
+
+TEST_F(WrapRodataTest, RejectsWritableVmBuffers) {
+  ASSERT_NO_FATAL_FAILURE(LoadModule(kRodataModule));
+  vm::Value result;
+  Status status = Invoke("wrap_writable", &result);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("expected a read-only vm.buffer"));
+}
+
+TEST_F(WrapRodataTest, TheBufferKeepsTheModuleFileAlive) {
+  ASSERT_NO_FATAL_FAILURE(LoadModule(kRodataModule));
+  vm::Value result;
+  ASSERT_TRUE(Invoke("wrap", &result).ok());
+  ref_ptr<ohal::Buffer> buffer(result.ref.As<ohal::Buffer>(&kBufferType));
+  ASSERT_TRUE(buffer);
+  result = vm::Value();
+  consts_context_.reset();
+  consts_.reset();
+  file_ = nullptr;
+  EXPECT_EQ(file_destroyed_, 0) << "the wrapped segment must keep the file bytes alive";
+  float values[4] = {};
+  ASSERT_TRUE(buffer->ReadData(0, values, 16).ok());
+  EXPECT_EQ(values[2], 3.0f);
+  buffer.reset();
+  EXPECT_EQ(file_destroyed_, 1);
+}
+
+TEST_F(WrapRodataTest, VerifierRejectsARodataReferenceOutOfRange) {
+  // The segment operand of const.ref.rodata is checked at load, so a module
+  // cannot make wrap_rodata see memory outside its segments.
+  vm::ModuleBuilder builder("bad");
+  builder.AddImport("hal.device", ":r");
+  uint32_t fn = builder.DeclareFunction("f", ":r");
+  builder.AddRodata("weights", std::vector<uint8_t>(16, 0), 64);
+  vm::BytecodeWriter w;
+  w.Op(vm::Opcode::kConstRefRodata);
+  w.Reg(0);
+  w.U32(1);  // Only segment 0 exists.
+  w.Op(vm::Opcode::kReturn);
+  const uint16_t results[] = {0};
+  w.RegList(results);
+  auto code = w.Finish();
+  ASSERT_TRUE(code.ok());
+  builder.DefineFunction(fn, std::move(*code), {0, 0, 0, 0, 1});
+  builder.AddExport("f", fn);
+  auto bytes = builder.Build();
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  vm::AlignedBytes aligned(*bytes);
+  auto module = vm::BytecodeModule::Load(aligned.span(), nullptr, allocator_);
+  EXPECT_EQ(module.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(module.status().message(), HasSubstr("rodata"));
 }
 
 TEST(HalModuleCreateTest, NeedsADevice) {
