@@ -136,6 +136,9 @@ def bench_model(args, runner, name):
   model = os.path.join(args.models_dir, name)
   module = os.path.join(args.models_dir, name + ".bench.osp")
   row = {"model": name}
+  if not os.path.exists(model + ".onnx"):
+    row["error"] = row["ort_error"] = f"{model}.onnx not found (export it: bench.py --export)"
+    return row
   try:
     _, row["compile_s"], row["compile_rss_kb"], row["compile_cpu_s"] = runner.run([
         os.path.join(args.build, "bin", "osprey-compile"), f"{model}.onnx", "--target=host",
