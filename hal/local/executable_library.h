@@ -94,6 +94,11 @@ typedef struct osprey_workgroup_state_v1_t {
 
 /* A dispatch function runs one workgroup. Returns 0 on success; any other
  * value fails the dispatch (the runtime reports it with context). */
+/* Results for data-dependent failures a dispatch function detects before they
+ * cause an out-of-bounds access or undefined behaviour; the runtime names them
+ * in its report. Other non-zero values are library-specific. */
+#define OSPREY_DISPATCH_INDEX_OUT_OF_RANGE 1 /* an index read from a tensor */
+#define OSPREY_DISPATCH_DIVISION_BY_ZERO 2   /* integer division by zero */
 typedef int (*osprey_dispatch_fn_t)(
     const osprey_executable_environment_v1_t* environment,
     const osprey_dispatch_state_v1_t* dispatch_state,

@@ -72,10 +72,15 @@ Status LocalDispatch::Prepare(Executable* executable, uint32_t ordinal,
 OSPREY_ATTRIBUTE_NOINLINE OSPREY_ATTRIBUTE_COLD Status
 LocalDispatch::WorkgroupFailed(uint32_t x, uint32_t y, uint32_t z, int result) const {
   const char* library = executable_->library_name();
+  const char* meaning = result == OSPREY_DISPATCH_INDEX_OUT_OF_RANGE
+                            ? " (index out of range in the input data)"
+                        : result == OSPREY_DISPATCH_DIVISION_BY_ZERO
+                            ? " (integer division by zero in the input data)"
+                            : "";
   return InternalError(
-      "dispatch function of export '%s' (ordinal %u) in library '%s' returned %d at workgroup "
-      "(%u, %u, %u) of (%u, %u, %u)",
-      executable_->export_info(ordinal_).name, ordinal_, library, result, x, y, z,
+      "dispatch function of export '%s' (ordinal %u) in library '%s' returned %d%s at "
+      "workgroup (%u, %u, %u) of (%u, %u, %u)",
+      executable_->export_info(ordinal_).name, ordinal_, library, result, meaning, x, y, z,
       state_.workgroup_count_x, state_.workgroup_count_y, state_.workgroup_count_z);
 }
 
