@@ -658,6 +658,12 @@ private:
     return absl::OkStatus();
   }
 
+  // How reads padded with 0 of which one is in bounds combine into that
+  // one's value: a sum, or for bool (no arithmetic) a max.
+  static SK padCombine(const TensorType &t) {
+    return t.elementType() == ElementType::Bool ? SK::Max : SK::Add;
+  }
+
   // Concat: each input is read shifted to its place along the axis with
   // padding 0, and the body sums the reads; exactly one is in bounds at any
   // output index, so the sum is that input's value.
@@ -679,7 +685,7 @@ private:
       m.results[axis].constant = -offset;
       s.inputs.push_back({it, m, 0.0});
       unsigned v = s.body.input(i);
-      sum = i == 0 ? v : s.body.binary(SK::Add, sum, v);
+      sum = i == 0 ? v : s.body.binary(padCombine(t), sum, v);
       offset += in->type().dim(axis);
     }
     s.body.yield(sum);
@@ -788,7 +794,7 @@ private:
       }
       s.inputs.push_back(access);
       unsigned r = s.body.input(j);
-      sum = j == 0 ? r : s.body.binary(SK::Add, sum, r);
+      sum = j == 0 ? r : s.body.binary(padCombine(t), sum, r);
     }
     s.body.yield(sum);
     COMPILER_ASSIGN_OR_RETURN(unsigned out, tensorFor(op.result()));
