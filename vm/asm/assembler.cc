@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <optional>
 
 #include "vm/opcodes.h"
@@ -414,6 +415,17 @@ class Parser {
           }
           b_->AddRodata(name, std::move(data), uint32_t(alignment));
         }
+      } else if (kw->text == "attribute") {
+        const Token* key;
+        const Token* value;
+        OSPREY_RETURN_IF_ERROR(cur.Expect(TokenKind::kString, "a key string", &key));
+        OSPREY_RETURN_IF_ERROR(cur.Expect(TokenKind::kString, "a value string", &value));
+        OSPREY_RETURN_IF_ERROR(cur.ExpectEnd());
+        if (key->text.empty()) return cur.Error("attribute key is empty");
+        if (!attribute_keys_.insert(key->text).second) {
+          return cur.Error("attribute \"%s\" declared twice", key->text.c_str());
+        }
+        b_->SetAttribute(key->text, value->text);
       } else if (kw->text == "initializer" || kw->text == "export") {
         continue;  // Pass 2: may name functions declared later.
       } else if (kw->text == "func") {
@@ -783,6 +795,7 @@ class Parser {
   ModuleBuilder* b_;
   std::vector<Line> lines_;
   std::vector<FunctionSource> functions_;
+  std::set<std::string> attribute_keys_;
 };
 
 }  // namespace

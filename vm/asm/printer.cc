@@ -151,6 +151,14 @@ class Printer {
     if (m_.initializer() >= 0) {
       AppendF(&out_, "initializer @%s\n", m_.function(uint32_t(m_.initializer())).name);
     }
+    for (uint32_t i = 0; i < m_.attribute_count(); ++i) {
+      const AttributeInfo attribute = m_.attribute(i);
+      out_.append("attribute ");
+      AppendQuoted(&out_, attribute.key, strlen(attribute.key));
+      out_.push_back(' ');
+      AppendQuoted(&out_, attribute.value, strlen(attribute.value));
+      out_.push_back('\n');
+    }
     return std::move(out_);
   }
 

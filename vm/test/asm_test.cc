@@ -87,6 +87,23 @@ export @main = @f
   }
 }
 
+TEST(AsmTest, AttributesRoundTrip) {
+  const char* text =
+      "module @m version 0\nfunc @f() -> () regs(i=0, l=0, f=0, d=0, r=0) {\n  return\n}\n"
+      "attribute \"arena_size\" \"4096\"\nattribute \"note\" \"a \\\"b\\\"\"\n";
+  auto file = AssembleModule(text);
+  ASSERT_TRUE(file.ok()) << StatusText(file.status());
+  AlignedBytes aligned(*file);
+  auto printed = Disassemble(aligned.span());
+  ASSERT_TRUE(printed.ok()) << StatusText(printed.status());
+  EXPECT_NE(printed->find("attribute \"arena_size\" \"4096\"\n"), std::string::npos) << *printed;
+  auto again = AssembleModule(*printed);
+  ASSERT_TRUE(again.ok()) << StatusText(again.status());
+  EXPECT_EQ(*again, *file);
+  auto twice = AssembleModule("module @m\nattribute \"k\" \"1\"\nattribute \"k\" \"2\"\n");
+  EXPECT_EQ(twice.status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(AsmTest, ExternalSegmentsRoundTrip) {
   std::string hex(2 * 3000, 'a');
   std::string text = "module @m\nrodata @big align 16 hex \"" + hex +
