@@ -251,6 +251,8 @@ def _torchvision(name, **kwargs):
   return build
 
 
+# Each builder takes torch.nn and returns (module, input shape) for a float32 normal input, or
+# (module, input shape, make_input) where make_input(generator) returns the input tensor.
 MODELS = {
     # The reference set of the benchmark.
     "mobilenet_v2": _torchvision("mobilenet_v2"),
