@@ -105,9 +105,11 @@ build_target() {
   fi
 
   # Size of each image this run built: the firmware (checked against the
-  # budget) and the embedding-API image when the tree has it.
+  # budget), the embedding-API image when the tree has it, and the model
+  # images when the build was given a model (OSPREY_MODEL_DIR).
   local image elf budget
-  for image in osprey_bare_metal_firmware osprey_bare_metal_embed; do
+  for image in osprey_bare_metal_firmware osprey_bare_metal_embed \
+      osprey_bare_metal_model_elf osprey_bare_metal_model_static; do
     elf="$dir/bin/$image.elf"
     [[ -f "$elf" ]] || continue
     [[ " $what " == *" all "* || " $what " == *" $image "* ]] || continue

@@ -6,9 +6,11 @@
 // reference. All runtime memory comes from a static arena.
 //
 // Exit code: 0 = output within tolerance; 1 = the runtime reported an error;
-// 2 = output mismatch; 4 = memory leaked. --inject-failure corrupts the first
-// expected value (by far more than the tolerance), so the image must then
-// exit with 2: proof that a wrong answer cannot pass.
+// 2 = output mismatch; 4 = memory leaked; 8 = (static library) the module ran
+// although its library was not registered, or failed with a code other than
+// NOT_FOUND. --inject-failure corrupts the first expected value (by far more
+// than the tolerance), so the image must then exit with 2: proof that a
+// wrong answer cannot pass.
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,9 +66,12 @@ namespace hal_module = osprey::modules::hal;
 constexpr int kRuntimeError = 1;
 constexpr int kMismatch = 2;
 constexpr int kLeak = 4;
+#if OSPREY_MODEL_STATIC
+constexpr int kMissingLibraryNotRefused = 8;
+#endif
 
 #ifndef OSPREY_MODEL_HEAP_SIZE
-#define OSPREY_MODEL_HEAP_SIZE (512 * 1024)
+#define OSPREY_MODEL_HEAP_SIZE (256 * 1024)
 #endif
 alignas(64) uint8_t g_heap[OSPREY_MODEL_HEAP_SIZE];
 
@@ -74,10 +79,16 @@ void PrintLog(void*, osprey::LogLevel level, const char* message) {
   printf("[osprey %d] %s\n", static_cast<int>(level), message);
 }
 
+// Code of the last runtime error RunModel reported, and how to label it
+// ("refused" while an error is the expected outcome).
+osprey::StatusCode g_last_error = osprey::StatusCode::kOk;
+const char* g_error_label = "error";
+
 void PrintStatus(const char* what, const Status& status) {
-  char text[256];
+  char text[512];
   status.ToString(text, sizeof(text));
-  printf("error: %s: %s\n", what, text);
+  printf("%s: %s: %s\n", g_error_label, what, text);
+  g_last_error = status.code();
 }
 
 hal::BufferParams HostVisibleParams() {
@@ -113,19 +124,13 @@ size_t Compare(std::span<const float> actual, bool inject_failure) {
   return mismatches;
 }
 
-// Loads the module, runs main once on the input and checks the output.
-// Returns the exit-code bits.
-int RunModel(osprey::Allocator* allocator, bool inject_failure) {
-  hal::local::StaticLibraryRegistry libraries;
-#if OSPREY_MODEL_STATIC
-  Status registered = libraries.Register(OSPREY_MODEL_LIBRARY_NAME, &OSPREY_MODEL_QUERY);
-  if (!registered.ok()) {
-    PrintStatus("registering the static library", registered);
-    return kRuntimeError;
-  }
-#endif
+// Loads the module on a cpu-sync device whose static loader knows
+// |libraries| (borrowed), runs main once on the input and checks the output.
+// Returns the exit-code bits; on kRuntimeError g_last_error holds the code.
+int RunModel(osprey::Allocator* allocator, const hal::local::StaticLibraryRegistry* libraries,
+             bool inject_failure) {
   osprey::drivers::cpu_sync::CpuSyncDeviceOptions device_options;
-  device_options.static_libraries = &libraries;
+  device_options.static_libraries = libraries;
   device_options.local_memory_size = 0;
   StatusOr<ref_ptr<osprey::drivers::cpu_sync::CpuSyncDevice>> device =
       osprey::drivers::cpu_sync::CpuSyncDevice::Create(device_options, allocator);
@@ -216,25 +221,29 @@ int RunModel(osprey::Allocator* allocator, bool inject_failure) {
            static_cast<unsigned>(osprey_model_expected_count));
     return kMismatch;
   }
-  static float actual[4096];
-  if (osprey_model_expected_count > sizeof(actual) / sizeof(actual[0])) {
-    printf("error: %u outputs exceed this image's read-back buffer\n",
-           static_cast<unsigned>(osprey_model_expected_count));
-    return kRuntimeError;
-  }
-  status = output->buffer()->ReadData(0, actual, osprey_model_expected_count * sizeof(float));
+  // Compared in place through a read mapping: no copy of the output.
+  hal::MappedMemory mapping;
+  status = output->buffer()->MapRange(hal::MemoryAccess::kRead, 0,
+                                      osprey_model_expected_count * sizeof(float), &mapping);
   if (!status.ok()) {
-    PrintStatus("reading the output", status);
+    PrintStatus("mapping the output", status);
     return kRuntimeError;
   }
-  return Compare(std::span<const float>(actual, osprey_model_expected_count), inject_failure) == 0
-             ? 0
-             : kMismatch;
+  StatusOr<std::span<const uint8_t>> contents = mapping.Contents();
+  if (!contents.ok()) {
+    PrintStatus("reading the output", contents.status());
+    return kRuntimeError;
+  }
+  std::span<const float> actual(reinterpret_cast<const float*>(contents->data()),
+                                osprey_model_expected_count);
+  return Compare(actual, inject_failure) == 0 ? 0 : kMismatch;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  using osprey::Status;
+  namespace hal = osprey::hal;
   bool inject_failure = false;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--inject-failure") == 0) inject_failure = true;
@@ -246,7 +255,26 @@ int main(int argc, char** argv) {
   printf("osprey model firmware: embedded ELF\n");
 #endif
   osprey::StaticArenaAllocator allocator(g_heap, sizeof(g_heap));
-  int exit_code = RunModel(&allocator, inject_failure);
+  int exit_code = 0;
+  hal::local::StaticLibraryRegistry libraries;
+#if OSPREY_MODEL_STATIC
+  // The module names its library; before the library is registered the
+  // static loader must refuse it with NOT_FOUND.
+  printf("without the library registered:\n");
+  g_error_label = "  refused";
+  if (RunModel(&allocator, &libraries, false) != kRuntimeError ||
+      g_last_error != osprey::StatusCode::kNotFound) {
+    printf("error: expected NOT_FOUND for an unregistered static library\n");
+    exit_code |= kMissingLibraryNotRefused;
+  }
+  g_error_label = "error";
+  Status registered = libraries.Register(OSPREY_MODEL_LIBRARY_NAME, &OSPREY_MODEL_QUERY);
+  if (!registered.ok()) {
+    PrintStatus("registering the static library", registered);
+    exit_code |= kRuntimeError;
+  }
+#endif
+  exit_code |= RunModel(&allocator, &libraries, inject_failure);
   // Everything the run created is released by now.
   if (allocator.bytes_in_use() != 0) {
     printf("error: %u bytes of the arena still in use\n",
