@@ -27,6 +27,9 @@ using structured::StructuredOp;
 
 GemmKernelShape gemmKernelShape(llvm::StringRef triple) {
   llvm::Triple t(triple);
+  // AVX-512 (16 lanes, 8x32 blocks) measured slower than AVX2 on the
+  // reference machine (one 512-bit FMA port: 39 vs 45 GMAC/s in the kernel
+  // loop), so x86-64 always uses 8-wide vectors.
   if (t.getArch() == llvm::Triple::x86_64) {
     // 6 x 16 floats: 12 ymm accumulators, 2 panel vectors, 1 broadcast.
     return {/*vectorWidth=*/8, /*mr=*/6, /*nv=*/2, /*kc=*/256,
@@ -148,7 +151,7 @@ public:
         llvm::Value *k0 = b_.CreateMul(chunk, idx(kc_));
         llvm::Value *kc = b_.CreateSub(idx(k_), k0);
         kc = b_.CreateSelect(b_.CreateICmpSLT(kc, idx(kc_)), kc, idx(kc_));
-        // Pack B: panel[j / NR][kk][j % NR].
+        // Pack B: panel[kk][j].
         loop(idx(0), kc, [&](llvm::Value *kk) {
           llvm::Value *rest = b_.CreateAdd(k0, kk);
           for (size_t i = plan_.kLoops.size(); i-- > 0;) {
@@ -157,24 +160,19 @@ public:
             ivs_[d] = bound == 1 ? idx(0) : b_.CreateURem(rest, idx(bound));
             rest = bound == 1 ? rest : b_.CreateUDiv(rest, idx(bound));
           }
-          auto slot = [&](llvm::Value *j) {
-            llvm::Value *c = b_.CreateUDiv(j, idx(nr_));
-            llvm::Value *lane = b_.CreateURem(j, idx(nr_));
-            llvm::Value *at = b_.CreateAdd(
-                b_.CreateMul(c, idx(kc_ * nr_)),
-                b_.CreateAdd(b_.CreateMul(kk, idx(nr_)), lane));
-            return b_.CreateInBoundsGEP(f32, panel_, at);
-          };
-          forBox([&](llvm::Value *j) {
-            llvm::Value *v = hooks_.load(op.inputs[plan_.b], ivs_);
-            b_.CreateStore(v, slot(j));
+          llvm::Value *row = b_.CreateMul(kk, idx(nPad_));
+          forRows(lo, hi, nStride, [&](llvm::Value *j) {
+            packRow(lo[plan_.nLoops.back()], hi[plan_.nLoops.back()],
+                    b_.CreateAdd(row, j));
           });
           // Zero the columns past the tile in its last chunk.
           llvm::Value *end = b_.CreateMul(
               b_.CreateUDiv(b_.CreateAdd(nTile, idx(nr_ - 1)), idx(nr_)),
               idx(nr_));
           loop(nTile, end, [&](llvm::Value *j) {
-            b_.CreateStore(llvm::ConstantFP::get(f32, 0.0), slot(j));
+            b_.CreateStore(
+                llvm::ConstantFP::get(f32, 0.0),
+                b_.CreateInBoundsGEP(f32, panel_, b_.CreateAdd(row, j)));
           });
         });
         for (unsigned d : plan_.kLoops) {
@@ -192,32 +190,38 @@ public:
             b_.CreateAdd(mExt, idx(shape_.mr - 1)), idx(shape_.mr));
         llvm::Value *nChunks = b_.CreateUDiv(
             b_.CreateAdd(nTile, idx(nr_ - 1)), idx(nr_));
-        loop(idx(0), mBlocks, [&](llvm::Value *mb) {
-          llvm::Value *m0 = b_.CreateMul(mb, idx(shape_.mr));
-          llvm::Value *rows = b_.CreateSub(mExt, m0);
-          rows = b_.CreateSelect(b_.CreateICmpSLT(rows, idx(shape_.mr)), rows,
-                                 idx(shape_.mr));
-          llvm::Value *aRow = b_.CreateInBoundsGEP(
-              f32, aBase,
-              b_.CreateAdd(aOff, b_.CreateMul(b_.CreateAdd(lo[plan_.mLoop], m0),
-                                              idx(lda))));
-          loop(idx(0), nChunks, [&](llvm::Value *c) {
-            llvm::Value *bp = b_.CreateInBoundsGEP(
-                f32, panel_, b_.CreateMul(c, idx(kc_ * nr_)));
+        // Column chunks outermost: one chunk of the panel (kc x NR) stays
+        // in L1 while the rows of A stream past it.
+        loop(idx(0), nChunks, [&](llvm::Value *c) {
+          llvm::Value *bp =
+              b_.CreateInBoundsGEP(f32, panel_, b_.CreateMul(c, idx(nr_)));
+          llvm::Value *narrow = nullptr;
+          if (shape_.nv > 1) {
+            // A last chunk no wider than one vector runs the narrow kernel.
+            llvm::Value *width =
+                b_.CreateSub(nTile, b_.CreateMul(c, idx(nr_)));
+            narrow = b_.CreateICmpSLE(width, idx(shape_.vectorWidth));
+          }
+          loop(idx(0), mBlocks, [&](llvm::Value *mb) {
+            llvm::Value *m0 = b_.CreateMul(mb, idx(shape_.mr));
+            llvm::Value *rows = b_.CreateSub(mExt, m0);
+            rows = b_.CreateSelect(b_.CreateICmpSLT(rows, idx(shape_.mr)),
+                                   rows, idx(shape_.mr));
+            llvm::Value *aRow = b_.CreateInBoundsGEP(
+                f32, aBase,
+                b_.CreateAdd(aOff,
+                             b_.CreateMul(b_.CreateAdd(lo[plan_.mLoop], m0),
+                                          idx(lda))));
             llvm::Value *cp = b_.CreateInBoundsGEP(
                 f32, accs_,
                 b_.CreateAdd(b_.CreateMul(m0, idx(nPad_)),
                              b_.CreateMul(c, idx(nr_))));
             llvm::SmallVector<llvm::Value *, 8> args = {
                 aRow, idx(lda), idx(aK), rows, bp, cp, kc};
-            if (shape_.nv == 1) {
+            if (!narrow) {
               b_.CreateCall(kernel(shape_.nv), args);
               return;
             }
-            // A last chunk no wider than one vector runs the narrow kernel.
-            llvm::Value *width = b_.CreateSub(nTile, b_.CreateMul(c, idx(nr_)));
-            llvm::Value *narrow =
-                b_.CreateICmpSLE(width, idx(shape_.vectorWidth));
             llvm::BasicBlock *wide =
                 llvm::BasicBlock::Create(ctx_, "gemm_wide", fn_);
             llvm::BasicBlock *thin =
@@ -255,6 +259,116 @@ public:
 
 private:
   llvm::Value *idx(int64_t v) { return llvm::ConstantInt::get(idxTy_, v); }
+
+  llvm::Value *evalExpr(const structured::AffineExpr &e) {
+    llvm::Value *v = idx(e.constant);
+    for (unsigned d = 0; d < e.coeffs.size(); ++d) {
+      if (e.coeffs[d] != 0) {
+        v = b_.CreateAdd(v, b_.CreateMul(ivs_[d], idx(e.coeffs[d]), "", false,
+                                         true),
+                         "", false, true);
+      }
+    }
+    return v;
+  }
+
+  // Visits the N box without its innermost loop; |body| gets the flattened
+  // index of the row's first element.
+  void forRows(llvm::ArrayRef<llvm::Value *> lo,
+               llvm::ArrayRef<llvm::Value *> hi,
+               llvm::ArrayRef<llvm::Value *> nStride,
+               llvm::function_ref<void(llvm::Value *)> body) {
+    std::function<void(size_t, llvm::Value *)> rec = [&](size_t i,
+                                                        llvm::Value *j) {
+      if (i + 1 == plan_.nLoops.size()) {
+        body(j);
+        return;
+      }
+      unsigned d = plan_.nLoops[i];
+      loop(lo[d], hi[d], [&](llvm::Value *iv) {
+        ivs_[d] = iv;
+        rec(i + 1,
+            b_.CreateAdd(j, b_.CreateMul(b_.CreateSub(iv, lo[d]), nStride[i])));
+      });
+      ivs_[d] = lo[d];
+    };
+    rec(0, idx(0));
+  }
+
+  // Packs one row of B (the innermost N loop over [lo, hi)) into the panel
+  // from element |at| on. Reads that can fall outside B (padding) are split
+  // into a border part, read through the emitter's checked load, and an
+  // interior range computed once per row, read with plain strided loads.
+  void packRow(llvm::Value *lo, llvm::Value *hi, llvm::Value *at) {
+    const StructuredOp &op = root();
+    const structured::OperandAccess &in = op.inputs[plan_.b];
+    llvm::Type *f32 = b_.getFloatTy();
+    unsigned d = plan_.nLoops.back();
+    llvm::ArrayRef<int64_t> dims = p_.program.tensors[in.tensor].type.dims();
+    // Linear offset of B at ivs[d] = 0, and its step per iteration of d.
+    ivs_[d] = idx(0);
+    llvm::Value *base = idx(0);
+    int64_t stride = 1, step = 0;
+    llvm::Value *first = lo, *last = hi;
+    llvm::Value *inside = nullptr;
+    for (size_t k = dims.size(); k-- > 0;) {
+      const structured::AffineExpr &e = in.map.results[k];
+      llvm::Value *v = evalExpr(e);
+      base = b_.CreateAdd(base, b_.CreateMul(v, idx(stride)));
+      int64_t c = e.coeffs[d];
+      step += c * stride;
+      stride *= dims[k];
+      if (!in.padValue) {
+        continue;
+      }
+      if (c == 0) {
+        llvm::Value *ok = b_.CreateICmpULT(v, idx(dims[k]));
+        inside = inside ? b_.CreateAnd(inside, ok) : ok;
+        continue;
+      }
+      if (c < 0) {
+        // Reversed windows are rare: the whole row takes the checked path.
+        inside = b_.getFalse();
+        continue;
+      }
+      // v + c * iv in [0, dims[k]) for iv in [first, last).
+      llvm::Value *neg = b_.CreateSub(idx(0), v);
+      neg = b_.CreateSelect(b_.CreateICmpSGT(neg, idx(0)), neg, idx(0));
+      llvm::Value *from = b_.CreateUDiv(b_.CreateAdd(neg, idx(c - 1)), idx(c));
+      llvm::Value *top = b_.CreateSub(idx(dims[k] - 1), v);
+      llvm::Value *to = b_.CreateSelect(
+          b_.CreateICmpSLT(top, idx(0)), idx(0),
+          b_.CreateAdd(b_.CreateUDiv(top, idx(c)), idx(1)));
+      first = b_.CreateSelect(b_.CreateICmpSGT(from, first), from, first);
+      last = b_.CreateSelect(b_.CreateICmpSLT(to, last), to, last);
+    }
+    if (inside) {
+      first = b_.CreateSelect(inside, first, lo);
+      last = b_.CreateSelect(inside, last, lo);
+    }
+    first = b_.CreateSelect(b_.CreateICmpSLT(first, hi), first, hi);
+    last = b_.CreateSelect(b_.CreateICmpSLT(last, first), first, last);
+    llvm::Value *bBase = hooks_.base(in.tensor);
+    auto slot = [&](llvm::Value *iv) {
+      return b_.CreateInBoundsGEP(f32, panel_,
+                                  b_.CreateAdd(at, b_.CreateSub(iv, lo)));
+    };
+    auto checked = [&](llvm::Value *iv) {
+      ivs_[d] = iv;
+      b_.CreateStore(hooks_.load(in, ivs_), slot(iv));
+    };
+    loop(lo, first, checked);
+    loop(first, last, [&](llvm::Value *iv) {
+      llvm::Value *off =
+          b_.CreateAdd(base, b_.CreateMul(iv, idx(step), "", false, true), "",
+                       false, true);
+      b_.CreateStore(
+          b_.CreateLoad(f32, b_.CreateInBoundsGEP(f32, bBase, off)),
+          slot(iv));
+    });
+    loop(last, hi, checked);
+    ivs_[d] = lo;
+  }
 
   // for (iv = lo; iv < hi; ++iv) body(iv)
   void loop(llvm::Value *lo, llvm::Value *hi,
@@ -296,7 +410,7 @@ private:
   //   void k(const float* a, idx lda, idx ka, idx rows, const float* panel,
   //          float* c, idx kc)
   // c[r][0..nv*VW) += sum_k a[min(r, rows-1)*lda + k*ka] * panel[k][..]
-  // for r < MR; rows of c are nPad apart, panel rows NR apart.
+  // for r < MR; rows of c and of the panel are nPad apart.
   llvm::Function *kernel(unsigned nv) {
     unsigned vw = shape_.vectorWidth;
     std::string name = "osprey_gemm_" + std::to_string(shape_.mr) + "x" +
@@ -362,7 +476,7 @@ private:
     b.SetInsertPoint(body);
     std::vector<llvm::Value *> bv;
     llvm::Value *bRow = b.CreateInBoundsGEP(
-        f32, panel, b.CreateMul(k, llvm::ConstantInt::get(idxTy_, nr_)));
+        f32, panel, b.CreateMul(k, llvm::ConstantInt::get(idxTy_, nPad_)));
     for (unsigned v = 0; v < nv; ++v) {
       bv.push_back(b.CreateAlignedLoad(
           vec,
