@@ -49,6 +49,18 @@ struct GemmPlan {
 std::optional<GemmPlan> planGemm(const StructuredProgram &program,
                                  const StructuredOp &root);
 
+// A convolution root without a GemmPlan (depthwise: one output channel per
+// group) that can run row by row: input |b| reads the output's innermost loop
+// |inner| and input |a| (no padding or indirect reads) does not, so each
+// reduction step is one weight times a strided row of |b|.
+struct RowConvPlan {
+  unsigned a = 0;
+  unsigned b = 0;
+  unsigned inner = 0;
+};
+std::optional<RowConvPlan> planRowConv(const StructuredProgram &program,
+                                       const StructuredOp &root);
+
 } // namespace osprey::compiler::structured
 
 #endif // OSPREY_COMPILER_STRUCTURED_FUSION_H_

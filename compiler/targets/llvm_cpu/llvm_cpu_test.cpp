@@ -340,10 +340,17 @@ TEST(LlvmCpuTest, ConvOddShapesMatchReference) {
   checkConv({24, 7, 7, 40, 1, 1, 1, 0, 1}, false);
 }
 
-// Depthwise convolutions (one channel per group) keep the generic path: no
-// matrix product to block.
+// Depthwise convolutions (one channel per group) have no matrix product to
+// block: rows of at least 16 outputs run row by row (a weight times a strided
+// input row, border and interior split), shorter rows take the generic path.
 TEST(LlvmCpuTest, DepthwiseConvMatchesReference) {
   checkConv({6, 12, 12, 6, 3, 1, 1, 1, 6}, false);
+  // Stride 2 with padding, 20-wide rows; several workgroups.
+  checkConv({5, 40, 40, 5, 3, 2, 1, 1, 5}, true);
+  // Dilation 2, 33-wide rows, a 5x5 window wider than the padding.
+  checkConv({3, 33, 33, 3, 5, 1, 2, 2, 3}, true);
+  // Channel multiplier 2 (two outputs per one-channel group), no padding.
+  checkConv({4, 18, 18, 8, 3, 1, 1, 0, 4}, true);
 }
 
 TEST(LlvmCpuTest, InlineMathMatchesLibm) {

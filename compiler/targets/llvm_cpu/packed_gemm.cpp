@@ -43,16 +43,16 @@ GemmKernelShape gemmKernelShape(llvm::StringRef triple) {
 
 namespace {
 
-class PackedGemmEmitter {
+// Loop, index and row-split helpers shared by the emitters below; they emit
+// at the builder's insertion point inside |fn| with loop indices ivs_.
+class TileEmitter {
 public:
-  PackedGemmEmitter(const dispatch::DispatchProgram &p,
-                    const dispatch::DispatchRegion &r, llvm::IRBuilder<> &b,
-                    llvm::Function *fn, const GemmPlan &plan,
-                    const GemmKernelShape &shape, const PackedGemmHooks &hooks)
+  TileEmitter(const dispatch::DispatchProgram &p,
+              const dispatch::DispatchRegion &r, llvm::IRBuilder<> &b,
+              llvm::Function *fn, const PackedGemmHooks &hooks)
       : p_(p), r_(r), b_(b), fn_(fn), m_(*fn->getParent()),
-        ctx_(fn->getContext()), plan_(plan), shape_(shape), hooks_(hooks) {
+        ctx_(fn->getContext()), hooks_(hooks) {
     idxTy_ = m_.getDataLayout().getIntPtrType(ctx_);
-    nr_ = shape.vectorWidth * shape.nv;
   }
 
   const StructuredOp &root() const { return p_.program.ops[r_.ops[0]]; }
@@ -66,6 +66,143 @@ public:
       return std::min(bound, r_.tileSizes[d]);
     }
     return bound;
+  }
+
+protected:
+  llvm::Value *idx(int64_t v) { return llvm::ConstantInt::get(idxTy_, v); }
+
+  llvm::Value *evalExpr(const structured::AffineExpr &e) {
+    llvm::Value *v = idx(e.constant);
+    for (unsigned d = 0; d < e.coeffs.size(); ++d) {
+      if (e.coeffs[d] != 0) {
+        v = b_.CreateAdd(v, b_.CreateMul(ivs_[d], idx(e.coeffs[d]), "", false,
+                                         true),
+                         "", false, true);
+      }
+    }
+    return v;
+  }
+
+  // for (iv = lo; iv < hi; ++iv) body(iv). |noInterleave| asks the loop
+  // vectorizer for one vector per iteration: rows of 28-56 elements would
+  // otherwise run mostly in the scalar remainder of a 4x interleaved loop.
+  void loop(llvm::Value *lo, llvm::Value *hi,
+            llvm::function_ref<void(llvm::Value *)> body,
+            bool noInterleave = false) {
+    llvm::BasicBlock *pre = b_.GetInsertBlock();
+    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "gemm_loop", fn_);
+    llvm::BasicBlock *bodyBlock =
+        llvm::BasicBlock::Create(ctx_, "gemm_body", fn_);
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "gemm_exit", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode *iv = b_.CreatePHI(idxTy_, 2);
+    iv->addIncoming(lo, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), bodyBlock, exit);
+    b_.SetInsertPoint(bodyBlock);
+    body(iv);
+    iv->addIncoming(b_.CreateAdd(iv, idx(1), "", true, true),
+                    b_.GetInsertBlock());
+    llvm::BranchInst *latch = b_.CreateBr(header);
+    if (noInterleave) {
+      llvm::Metadata *count[] = {
+          llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
+          llvm::ConstantAsMetadata::get(b_.getInt32(1))};
+      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx_, count)};
+      llvm::MDNode *id = llvm::MDNode::getDistinct(ctx_, ops);
+      id->replaceOperandWith(0, id);
+      latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+    }
+    b_.SetInsertPoint(exit);
+  }
+
+  // Reads of |in| along loop |d| over [lo, hi) with the other loop indices
+  // fixed: the linear element offset is base + step * iv, and reads with iv
+  // in [first, last) are inside the tensor (no padding check needed).
+  struct RowSplit {
+    llvm::Value *base, *first, *last;
+    int64_t step;
+  };
+  RowSplit splitRow(const structured::OperandAccess &in, unsigned d,
+                    llvm::Value *lo, llvm::Value *hi) {
+    llvm::ArrayRef<int64_t> dims = p_.program.tensors[in.tensor].type.dims();
+    llvm::Value *saved = ivs_[d];
+    ivs_[d] = idx(0);
+    llvm::Value *base = idx(0);
+    int64_t stride = 1, step = 0;
+    llvm::Value *first = lo, *last = hi;
+    llvm::Value *inside = nullptr;
+    for (size_t k = dims.size(); k-- > 0;) {
+      const structured::AffineExpr &e = in.map.results[k];
+      llvm::Value *v = evalExpr(e);
+      base = b_.CreateAdd(base, b_.CreateMul(v, idx(stride)));
+      int64_t c = e.coeffs[d];
+      step += c * stride;
+      stride *= dims[k];
+      if (!in.padValue) {
+        continue;
+      }
+      if (c == 0) {
+        llvm::Value *ok = b_.CreateICmpULT(v, idx(dims[k]));
+        inside = inside ? b_.CreateAnd(inside, ok) : ok;
+        continue;
+      }
+      if (c < 0) {
+        // Reversed windows are rare: the whole row takes the checked path.
+        inside = b_.getFalse();
+        continue;
+      }
+      // v + c * iv in [0, dims[k]) for iv in [first, last).
+      llvm::Value *neg = b_.CreateSub(idx(0), v);
+      neg = b_.CreateSelect(b_.CreateICmpSGT(neg, idx(0)), neg, idx(0));
+      llvm::Value *from = b_.CreateUDiv(b_.CreateAdd(neg, idx(c - 1)), idx(c));
+      llvm::Value *top = b_.CreateSub(idx(dims[k] - 1), v);
+      llvm::Value *to = b_.CreateSelect(
+          b_.CreateICmpSLT(top, idx(0)), idx(0),
+          b_.CreateAdd(b_.CreateUDiv(top, idx(c)), idx(1)));
+      first = b_.CreateSelect(b_.CreateICmpSGT(from, first), from, first);
+      last = b_.CreateSelect(b_.CreateICmpSLT(to, last), to, last);
+    }
+    if (inside) {
+      first = b_.CreateSelect(inside, first, lo);
+      last = b_.CreateSelect(inside, last, lo);
+    }
+    first = b_.CreateSelect(b_.CreateICmpSLT(first, hi), first, hi);
+    last = b_.CreateSelect(b_.CreateICmpSLT(last, first), first, last);
+    ivs_[d] = saved;
+    return {base, first, last, step};
+  }
+
+  // The element at offset base + step * iv of |in|, read without checks.
+  llvm::Value *loadAt(const structured::OperandAccess &in,
+                      const RowSplit &split, llvm::Value *iv) {
+    llvm::Value *off = b_.CreateAdd(
+        split.base, b_.CreateMul(iv, idx(split.step), "", false, true), "",
+        false, true);
+    return b_.CreateLoad(
+        b_.getFloatTy(),
+        b_.CreateInBoundsGEP(b_.getFloatTy(), hooks_.base(in.tensor), off));
+  }
+
+  const dispatch::DispatchProgram &p_;
+  const dispatch::DispatchRegion &r_;
+  llvm::IRBuilder<> &b_;
+  llvm::Function *fn_;
+  llvm::Module &m_;
+  llvm::LLVMContext &ctx_;
+  const PackedGemmHooks &hooks_;
+  llvm::Type *idxTy_;
+  std::vector<llvm::Value *> ivs_;
+};
+
+class PackedGemmEmitter : public TileEmitter {
+public:
+  PackedGemmEmitter(const dispatch::DispatchProgram &p,
+                    const dispatch::DispatchRegion &r, llvm::IRBuilder<> &b,
+                    llvm::Function *fn, const GemmPlan &plan,
+                    const GemmKernelShape &shape, const PackedGemmHooks &hooks)
+      : TileEmitter(p, r, b, fn, hooks), plan_(plan), shape_(shape) {
+    nr_ = shape.vectorWidth * shape.nv;
   }
 
   // Static sizes; false when the scratch does not fit the budget.
@@ -258,20 +395,6 @@ public:
   }
 
 private:
-  llvm::Value *idx(int64_t v) { return llvm::ConstantInt::get(idxTy_, v); }
-
-  llvm::Value *evalExpr(const structured::AffineExpr &e) {
-    llvm::Value *v = idx(e.constant);
-    for (unsigned d = 0; d < e.coeffs.size(); ++d) {
-      if (e.coeffs[d] != 0) {
-        v = b_.CreateAdd(v, b_.CreateMul(ivs_[d], idx(e.coeffs[d]), "", false,
-                                         true),
-                         "", false, true);
-      }
-    }
-    return v;
-  }
-
   // Visits the N box without its innermost loop; |body| gets the flattened
   // index of the row's first element.
   void forRows(llvm::ArrayRef<llvm::Value *> lo,
@@ -300,55 +423,10 @@ private:
   // into a border part, read through the emitter's checked load, and an
   // interior range computed once per row, read with plain strided loads.
   void packRow(llvm::Value *lo, llvm::Value *hi, llvm::Value *at) {
-    const StructuredOp &op = root();
-    const structured::OperandAccess &in = op.inputs[plan_.b];
+    const structured::OperandAccess &in = root().inputs[plan_.b];
     llvm::Type *f32 = b_.getFloatTy();
     unsigned d = plan_.nLoops.back();
-    llvm::ArrayRef<int64_t> dims = p_.program.tensors[in.tensor].type.dims();
-    // Linear offset of B at ivs[d] = 0, and its step per iteration of d.
-    ivs_[d] = idx(0);
-    llvm::Value *base = idx(0);
-    int64_t stride = 1, step = 0;
-    llvm::Value *first = lo, *last = hi;
-    llvm::Value *inside = nullptr;
-    for (size_t k = dims.size(); k-- > 0;) {
-      const structured::AffineExpr &e = in.map.results[k];
-      llvm::Value *v = evalExpr(e);
-      base = b_.CreateAdd(base, b_.CreateMul(v, idx(stride)));
-      int64_t c = e.coeffs[d];
-      step += c * stride;
-      stride *= dims[k];
-      if (!in.padValue) {
-        continue;
-      }
-      if (c == 0) {
-        llvm::Value *ok = b_.CreateICmpULT(v, idx(dims[k]));
-        inside = inside ? b_.CreateAnd(inside, ok) : ok;
-        continue;
-      }
-      if (c < 0) {
-        // Reversed windows are rare: the whole row takes the checked path.
-        inside = b_.getFalse();
-        continue;
-      }
-      // v + c * iv in [0, dims[k]) for iv in [first, last).
-      llvm::Value *neg = b_.CreateSub(idx(0), v);
-      neg = b_.CreateSelect(b_.CreateICmpSGT(neg, idx(0)), neg, idx(0));
-      llvm::Value *from = b_.CreateUDiv(b_.CreateAdd(neg, idx(c - 1)), idx(c));
-      llvm::Value *top = b_.CreateSub(idx(dims[k] - 1), v);
-      llvm::Value *to = b_.CreateSelect(
-          b_.CreateICmpSLT(top, idx(0)), idx(0),
-          b_.CreateAdd(b_.CreateUDiv(top, idx(c)), idx(1)));
-      first = b_.CreateSelect(b_.CreateICmpSGT(from, first), from, first);
-      last = b_.CreateSelect(b_.CreateICmpSLT(to, last), to, last);
-    }
-    if (inside) {
-      first = b_.CreateSelect(inside, first, lo);
-      last = b_.CreateSelect(inside, last, lo);
-    }
-    first = b_.CreateSelect(b_.CreateICmpSLT(first, hi), first, hi);
-    last = b_.CreateSelect(b_.CreateICmpSLT(last, first), first, last);
-    llvm::Value *bBase = hooks_.base(in.tensor);
+    RowSplit split = splitRow(in, d, lo, hi);
     auto slot = [&](llvm::Value *iv) {
       return b_.CreateInBoundsGEP(f32, panel_,
                                   b_.CreateAdd(at, b_.CreateSub(iv, lo)));
@@ -357,38 +435,13 @@ private:
       ivs_[d] = iv;
       b_.CreateStore(hooks_.load(in, ivs_), slot(iv));
     };
-    loop(lo, first, checked);
-    loop(first, last, [&](llvm::Value *iv) {
-      llvm::Value *off =
-          b_.CreateAdd(base, b_.CreateMul(iv, idx(step), "", false, true), "",
-                       false, true);
-      b_.CreateStore(
-          b_.CreateLoad(f32, b_.CreateInBoundsGEP(f32, bBase, off)),
-          slot(iv));
-    });
-    loop(last, hi, checked);
+    loop(lo, split.first, checked);
+    loop(
+        split.first, split.last,
+        [&](llvm::Value *iv) { b_.CreateStore(loadAt(in, split, iv), slot(iv)); },
+        /*noInterleave=*/true);
+    loop(split.last, hi, checked);
     ivs_[d] = lo;
-  }
-
-  // for (iv = lo; iv < hi; ++iv) body(iv)
-  void loop(llvm::Value *lo, llvm::Value *hi,
-            llvm::function_ref<void(llvm::Value *)> body) {
-    llvm::BasicBlock *pre = b_.GetInsertBlock();
-    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "gemm_loop", fn_);
-    llvm::BasicBlock *bodyBlock =
-        llvm::BasicBlock::Create(ctx_, "gemm_body", fn_);
-    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "gemm_exit", fn_);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode *iv = b_.CreatePHI(idxTy_, 2);
-    iv->addIncoming(lo, pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), bodyBlock, exit);
-    b_.SetInsertPoint(bodyBlock);
-    body(iv);
-    iv->addIncoming(b_.CreateAdd(iv, idx(1), "", true, true),
-                    b_.GetInsertBlock());
-    b_.CreateBr(header);
-    b_.SetInsertPoint(exit);
   }
 
   void nestBatch(size_t i, llvm::ArrayRef<llvm::Value *> lo,
@@ -510,21 +563,126 @@ private:
     return f;
   }
 
-  const dispatch::DispatchProgram &p_;
-  const dispatch::DispatchRegion &r_;
-  llvm::IRBuilder<> &b_;
-  llvm::Function *fn_;
-  llvm::Module &m_;
-  llvm::LLVMContext &ctx_;
   const GemmPlan &plan_;
   GemmKernelShape shape_;
-  const PackedGemmHooks &hooks_;
-  llvm::Type *idxTy_;
   int64_t nr_ = 0, k_ = 0, kc_ = 0, chunks_ = 0, nPad_ = 0, mPad_ = 0;
   llvm::AllocaInst *panel_ = nullptr;
   llvm::AllocaInst *accs_ = nullptr;
-  std::vector<llvm::Value *> ivs_;
 };
+
+// A convolution without a matrix-product form (depthwise) row by row:
+//   acc[0..W) = init
+//   for each reduction step: w = A(step); acc[i] += w * B(step, i)
+//   epilogue per element
+// with each row of B split into a checked border and an unchecked strided
+// interior, so the interior loop vectorizes with plain (or interleaved)
+// loads.
+class RowConvEmitter : public TileEmitter {
+public:
+  RowConvEmitter(const dispatch::DispatchProgram &p,
+                 const dispatch::DispatchRegion &r, llvm::IRBuilder<> &b,
+                 llvm::Function *fn, const structured::RowConvPlan &plan,
+                 const PackedGemmHooks &hooks)
+      : TileEmitter(p, r, b, fn, hooks), plan_(plan) {}
+
+  absl::Status emit(llvm::ArrayRef<llvm::Value *> lo,
+                    llvm::ArrayRef<llvm::Value *> hi) {
+    const StructuredOp &op = root();
+    llvm::Type *f32 = b_.getFloatTy();
+    unsigned d = plan_.inner;
+    acc_ = b_.CreateAlloca(llvm::ArrayType::get(f32, maxExtent(d)), nullptr,
+                           "acc_row");
+    acc_->setAlignment(llvm::Align(64));
+    ivs_.assign(lo.begin(), lo.end());
+    std::vector<unsigned> outer, reduction;
+    for (unsigned i = 0; i < op.bounds.size(); ++i) {
+      if (op.iterators[i] != structured::IteratorType::Parallel) {
+        reduction.push_back(i);
+      } else if (i != d) {
+        outer.push_back(i);
+      }
+    }
+    auto slot = [&](llvm::Value *iv) {
+      return b_.CreateInBoundsGEP(f32, acc_, b_.CreateSub(iv, lo[d]));
+    };
+    absl::Status status = absl::OkStatus();
+    nest(outer, 0, lo, hi, [&] {
+      loop(lo[d], hi[d], [&](llvm::Value *iv) {
+        b_.CreateStore(llvm::ConstantFP::get(f32, *op.init), slot(iv));
+      });
+      std::vector<llvm::Value *> zero(op.bounds.size(), idx(0));
+      std::vector<llvm::Value *> bound;
+      for (int64_t v : op.bounds) {
+        bound.push_back(idx(v));
+      }
+      nest(reduction, 0, zero, bound, [&] {
+        ivs_[d] = lo[d];
+        llvm::Value *w = hooks_.load(op.inputs[plan_.a], ivs_);
+        const structured::OperandAccess &in = op.inputs[plan_.b];
+        RowSplit split = splitRow(in, d, lo[d], hi[d]);
+        auto accumulate = [&](llvm::Value *iv, llvm::Value *x) {
+          llvm::Value *at = slot(iv);
+          llvm::Value *sum = b_.CreateIntrinsic(
+              llvm::Intrinsic::fmuladd, {f32},
+              {x, w, b_.CreateLoad(f32, at)});
+          b_.CreateStore(sum, at);
+        };
+        auto checked = [&](llvm::Value *iv) {
+          ivs_[d] = iv;
+          accumulate(iv, hooks_.load(in, ivs_));
+        };
+        loop(lo[d], split.first, checked);
+        loop(
+            split.first, split.last,
+            [&](llvm::Value *iv) { accumulate(iv, loadAt(in, split, iv)); },
+            /*noInterleave=*/true);
+        loop(split.last, hi[d], checked);
+        ivs_[d] = lo[d];
+      });
+      loop(lo[d], hi[d], [&](llvm::Value *iv) {
+        ivs_[d] = iv;
+        if (status.ok()) {
+          status = hooks_.finish(b_.CreateLoad(f32, slot(iv)), ivs_);
+        }
+      });
+      ivs_[d] = lo[d];
+    });
+    return status;
+  }
+
+private:
+  void nest(llvm::ArrayRef<unsigned> dims, size_t i,
+            llvm::ArrayRef<llvm::Value *> lo, llvm::ArrayRef<llvm::Value *> hi,
+            llvm::function_ref<void()> inner) {
+    if (i == dims.size()) {
+      inner();
+      return;
+    }
+    unsigned d = dims[i];
+    llvm::Value *saved = ivs_[d];
+    loop(lo[d], hi[d], [&](llvm::Value *iv) {
+      ivs_[d] = iv;
+      nest(dims, i + 1, lo, hi, inner);
+    });
+    ivs_[d] = saved;
+  }
+
+  const structured::RowConvPlan &plan_;
+  llvm::AllocaInst *acc_ = nullptr;
+};
+
+// The packed paths handle f32 only.
+bool allF32(const dispatch::DispatchProgram &program, const StructuredOp &op) {
+  auto f32 = [&](unsigned t) {
+    return program.program.tensors[t].type.elementType() ==
+           graph::ElementType::F32;
+  };
+  bool ok = f32(op.output.tensor);
+  for (const structured::OperandAccess &in : op.inputs) {
+    ok &= f32(in.tensor);
+  }
+  return ok;
+}
 
 } // namespace
 
@@ -536,9 +694,22 @@ absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
                                     llvm::ArrayRef<llvm::Value *> hi,
                                     const PackedGemmHooks &hooks) {
   const StructuredOp &root = program.program.ops[region.ops[0]];
+  if (!allF32(program, root)) {
+    return false;
+  }
   std::optional<GemmPlan> plan = structured::planGemm(program.program, root);
   if (!plan) {
-    return false;
+    std::optional<structured::RowConvPlan> rowConv =
+        structured::planRowConv(program.program, root);
+    if (!rowConv || root.bounds[rowConv->inner] <= 0) {
+      return false;
+    }
+    RowConvEmitter emitter(program, region, builder, fn, *rowConv, hooks);
+    absl::Status status = emitter.emit(lo, hi);
+    if (!status.ok()) {
+      return status;
+    }
+    return true;
   }
   GemmKernelShape shape =
       gemmKernelShape(fn->getParent()->getTargetTriple());
