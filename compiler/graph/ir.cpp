@@ -465,6 +465,18 @@ bool Graph::hasUses(const Value *value) const {
   return false;
 }
 
+void Graph::setOutputs(std::vector<Value *> outputs,
+                       std::vector<std::string> names) {
+  if (names.size() != outputs.size()) {
+    names.clear();
+    for (const Value *v : outputs) {
+      names.push_back(v ? v->name() : std::string());
+    }
+  }
+  outputs_ = std::move(outputs);
+  outputNames_ = std::move(names);
+}
+
 bool Graph::isOutput(const Value *value) const {
   return std::find(outputs_.begin(), outputs_.end(), value) != outputs_.end();
 }

@@ -240,11 +240,19 @@ public:
   const std::string &name() const { return name_; }
   void setName(std::string name) { name_ = std::move(name); }
 
+  // Graph inputs keep the model's names (Value::name()); passes never rename
+  // them.
   Value *addInput(std::string name, TensorType type);
   llvm::ArrayRef<Value *> inputs() const { return inputs_; }
   llvm::ArrayRef<Value *> outputs() const { return outputs_; }
-  void setOutputs(std::vector<Value *> outputs) { outputs_ = std::move(outputs); }
+  // Sets the outputs and their names, the model's output names in graph
+  // order. Names default to the values' names. A name belongs to the output
+  // position: it survives setOutput and replaceAllUsesWith, so a pass that
+  // forwards an output to another value does not rename the output.
+  void setOutputs(std::vector<Value *> outputs,
+                  std::vector<std::string> names = {});
   void setOutput(unsigned i, Value *value) { outputs_[i] = value; }
+  llvm::ArrayRef<std::string> outputNames() const { return outputNames_; }
 
   // Creates an op with one result per entry of |resultTypes|. The op goes
   // before |insertBefore| (or at the end when null). Result names start as
@@ -279,6 +287,7 @@ private:
   std::string name_;
   std::vector<Value *> inputs_;
   std::vector<Value *> outputs_;
+  std::vector<std::string> outputNames_;
   std::vector<std::unique_ptr<Op>> ops_;
   std::vector<std::unique_ptr<Value>> values_;
 };

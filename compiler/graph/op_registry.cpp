@@ -1,6 +1,8 @@
 // The op registry table and helpers shared by shape rules and passes.
 #include "compiler/graph/op_registry.h"
 
+#include <algorithm>
+
 #include "compiler/graph/shape_rules.h"
 
 namespace osprey::compiler::graph {
@@ -181,6 +183,52 @@ absl::Status normalizeAxis(int64_t &axis, int64_t rank, llvm::StringRef what) {
     axis += rank;
   }
   return absl::OkStatus();
+}
+
+bool resolveAutoPad(Op &op) {
+  std::string autoPad = op.getString("auto_pad", "NOTSET");
+  bool window = op.kind() == "Conv" || op.kind() == "MaxPool" ||
+                op.kind() == "AveragePool";
+  if (!window || (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER" &&
+                  autoPad != "VALID")) {
+    return false;
+  }
+  const TensorType &x = op.operand(0)->type();
+  const TensorType &y = op.result()->type();
+  if (!x.hasStaticShape() || !y.hasStaticShape() || x.rank() < 3 ||
+      y.rank() != x.rank()) {
+    return false;
+  }
+  size_t spatial = x.rank() - 2;
+  IntList kernel = op.getIntList("kernel_shape");
+  if (op.kind() == "Conv") {
+    const TensorType &w = op.operand(1)->type();
+    if (!w.hasStaticShape() || w.rank() != x.rank()) {
+      return false;
+    }
+    kernel.assign(w.dims().begin() + 2, w.dims().end());
+  }
+  IntList strides = op.getIntList("strides", IntList(spatial, 1));
+  IntList dilations = op.getIntList("dilations", IntList(spatial, 1));
+  if (kernel.size() != spatial || strides.size() != spatial ||
+      dilations.size() != spatial) {
+    return false;
+  }
+  IntList pads(2 * spatial, 0);
+  if (autoPad != "VALID") {
+    for (size_t i = 0; i < spatial; ++i) {
+      int64_t total = std::max<int64_t>(
+          0, (y.dim(2 + i) - 1) * strides[i] + (kernel[i] - 1) * dilations[i] +
+                 1 - x.dim(2 + i));
+      // SAME_UPPER puts the odd element at the end, SAME_LOWER at the start.
+      int64_t small = total / 2;
+      pads[i] = autoPad == "SAME_UPPER" ? small : total - small;
+      pads[i + spatial] = total - pads[i];
+    }
+  }
+  op.removeAttr("auto_pad");
+  op.setAttr("pads", pads);
+  return true;
 }
 
 } // namespace osprey::compiler::graph

@@ -62,6 +62,12 @@ absl::Status broadcastShapes(llvm::ArrayRef<int64_t> a,
 // Normalizes a possibly negative |axis| for |rank|; error when out of range.
 absl::Status normalizeAxis(int64_t &axis, int64_t rank, llvm::StringRef what);
 
+// Replaces auto_pad SAME_UPPER/SAME_LOWER/VALID on a Conv, MaxPool or
+// AveragePool by the explicit pads ONNX specifies, once the input (and Conv
+// weight) and result shapes are static. Returns true when |op| changed.
+// ConvTranspose keeps its auto_pad (its padding depends on output_shape).
+bool resolveAutoPad(Op &op);
+
 } // namespace osprey::compiler::graph
 
 #endif // OSPREY_COMPILER_GRAPH_OP_REGISTRY_H_

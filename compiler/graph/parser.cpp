@@ -35,13 +35,15 @@ public:
       do {
         std::string name;
         COMPILER_RETURN_IF_ERROR(parseValueName(name));
+        std::string modelName = name;
+        COMPILER_RETURN_IF_ERROR(parseModelName(modelName));
         COMPILER_RETURN_IF_ERROR(expect(':'));
         TensorType type;
         COMPILER_RETURN_IF_ERROR(parseType(type));
         if (values_.count(name)) {
           return error("value %" + name + " is defined twice");
         }
-        values_[name] = graph->addInput(name, type);
+        values_[name] = graph->addInput(modelName, type);
       } while (consume(','));
       COMPILER_RETURN_IF_ERROR(expect(')'));
     }
@@ -51,15 +53,22 @@ public:
       if (peekKeyword("return")) {
         COMPILER_RETURN_IF_ERROR(expectKeyword("return"));
         std::vector<Value *> outputs;
+        std::vector<std::string> outputNames;
         skipSpace();
         if (peek() == '%') {
           do {
             Value *v;
+            skipSpace();
+            size_t start = pos_;
             COMPILER_RETURN_IF_ERROR(parseUse(v));
+            // The default output name is the identifier as written.
+            std::string outputName(text_.slice(start + 1, pos_));
+            COMPILER_RETURN_IF_ERROR(parseModelName(outputName));
             outputs.push_back(v);
+            outputNames.push_back(std::move(outputName));
           } while (consume(','));
         }
-        graph->setOutputs(std::move(outputs));
+        graph->setOutputs(std::move(outputs), std::move(outputNames));
         break;
       }
       COMPILER_RETURN_IF_ERROR(parseOp(*graph));
@@ -408,6 +417,21 @@ private:
     if (name.empty()) {
       return error("expected a value name after '%'");
     }
+    return absl::OkStatus();
+  }
+
+  // Parses an optional `as "name"` (a graph input's or output's model name
+  // when it differs from its identifier) into |name|.
+  absl::Status parseModelName(std::string &name) {
+    skipSpace();
+    if (!peekKeyword("as")) {
+      return absl::OkStatus();
+    }
+    COMPILER_RETURN_IF_ERROR(expectKeyword("as"));
+    skipSpace();
+    std::string parsed;
+    COMPILER_RETURN_IF_ERROR(parseString(parsed));
+    name = std::move(parsed);
     return absl::OkStatus();
   }
 

@@ -68,7 +68,9 @@ public:
     os_ << "graph @" << graph.name() << "(";
     for (size_t i = 0; i < graph.inputs().size(); ++i) {
       Value *v = graph.inputs()[i];
-      os_ << (i ? ", " : "") << "%" << nameOf(v) << ": " << v->type().str();
+      os_ << (i ? ", " : "") << "%" << nameOf(v);
+      printModelName(v->name(), nameOf(v));
+      os_ << ": " << v->type().str();
     }
     os_ << ") {\n";
     for (const auto &op : graph.ops()) {
@@ -77,11 +79,23 @@ public:
     os_ << "  return";
     for (size_t i = 0; i < graph.outputs().size(); ++i) {
       os_ << (i ? ", " : " ") << "%" << nameOf(graph.outputs()[i]);
+      if (i < graph.outputNames().size()) {
+        printModelName(graph.outputNames()[i], nameOf(graph.outputs()[i]));
+      }
     }
     os_ << "\n}\n";
   }
 
 private:
+  // Graph inputs and outputs keep the model's names; one that the identifier
+  // does not spell is printed as `as "name"`.
+  void printModelName(const std::string &modelName,
+                      const std::string &identifier) {
+    if (!modelName.empty() && modelName != identifier) {
+      os_ << " as " << quote(modelName);
+    }
+  }
+
   const std::string &nameOf(const Value *v) {
     auto it = names_.find(v);
     if (it != names_.end()) {

@@ -254,6 +254,143 @@ def malformed(out_dir):
         f.write(b"\x08\x07\x12\xff\xff\xff\xff\x0fthis is not a model")
 
 
+def tensor_info(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def malformed_graphs(out_dir):
+    """Graphs that are well-formed protobuf but not valid models."""
+    rng = np.random.default_rng(7)
+    # A Conv whose input has rank 2: must be rejected by our shape rules
+    # before ONNX's own shape inference (which crashes on it) runs.
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_rank")]
+    save(make_model(nodes, [tensor_info("x", [3, 8])], [tensor_info("y", None)],
+                    [const(rng, "w", (4, 3, 3, 3))], "wrong_rank"),
+         out_dir, "wrong_rank.onnx")
+    # An INT attribute stored as a string.
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_attr",
+                              group="two")]
+    save(make_model(nodes, [tensor_info("x", [1, 3, 8, 8])], [tensor_info("y", None)],
+                    [const(rng, "w", (4, 3, 3, 3))], "bad_attr_kind"),
+         out_dir, "bad_attr_kind.onnx")
+    # Two nodes defining the same value.
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="relu0"),
+        helper.make_node("Neg", ["x"], ["r"], name="neg0"),
+        helper.make_node("Add", ["r", "r"], ["y"], name="add0"),
+    ]
+    save(make_model(nodes, [tensor_info("x", [2, 3])], [tensor_info("y", None)], [],
+                    "duplicate_output"), out_dir, "duplicate_output.onnx")
+    # Two graph inputs with one name.
+    nodes = [helper.make_node("Add", ["x", "x"], ["y"], name="add0")]
+    save(make_model(nodes, [tensor_info("x", [2, 3]), tensor_info("x", [2, 3])],
+                    [tensor_info("y", None)], [], "duplicate_input"),
+         out_dir, "duplicate_input.onnx")
+    # A weight that is neither an initializer nor a graph input.
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="conv_nw")]
+    save(make_model(nodes, [tensor_info("x", [1, 3, 8, 8])], [tensor_info("y", None)],
+                    [], "missing_initializer"), out_dir, "missing_initializer.onnx")
+    # A graph output no node produces.
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu0")]
+    save(make_model(nodes, [tensor_info("x", [2, 3])], [tensor_info("y", None)], [],
+                    "dangling_output"), out_dir, "dangling_output.onnx")
+    # A valid model cut in the middle of its weights.
+    data = make_model(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+        [tensor_info("x", [2, 16])], [tensor_info("y", None)],
+        [const(rng, "w", (16, 16))], "truncated").SerializeToString()
+    with open(os.path.join(out_dir, "truncated.onnx"), "wb") as f:
+        f.write(data[:len(data) // 2])
+
+
+def io_names(out_dir):
+    """Input and output names that are not identifiers, and outputs that
+    passes forward to other values (Identity of an intermediate, one value
+    returned twice)."""
+    nodes = [
+        helper.make_node("Relu", ["input:0"], ["r"], name="relu"),
+        helper.make_node("Identity", ["r"], ["logits-out"], name="id0"),
+        helper.make_node("Identity", ["r"], ["copy"], name="id1"),
+        helper.make_node("Neg", ["second in"], ["neg"], name="neg"),
+    ]
+    save(make_model(nodes, [tensor_info("input:0", [2, 3]), tensor_info("second in", [4])],
+                    [tensor_info("neg", None), tensor_info("logits-out", None),
+                     tensor_info("copy", None)], [], "io_names"),
+         out_dir, "io_names.onnx")
+
+
+def auto_pad_late(out_dir):
+    """A SAME_UPPER Conv whose input shape is known only after the Reshape
+    target (Shape -> Gather -> Concat) is folded."""
+    rng = np.random.default_rng(8)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        helper.make_node("Gather", ["s", "i0"], ["n"], name="gather", axis=0),
+        helper.make_node("Concat", ["n", "rest"], ["target"], name="concat", axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["r"], name="reshape"),
+        helper.make_node("Conv", ["r", "w"], ["y"], name="conv_same",
+                         auto_pad="SAME_UPPER", strides=[2, 2]),
+    ]
+    inits = [
+        numpy_helper.from_array(np.array([0], np.int64), "i0"),
+        numpy_helper.from_array(np.array([3, 16, 8], np.int64), "rest"),
+        const(rng, "w", (2, 3, 3, 3)),
+    ]
+    save(make_model(nodes, [tensor_info("x", [1, 48, 8])], [tensor_info("y", None)],
+                    inits, "auto_pad_late"), out_dir, "auto_pad_late.onnx")
+
+
+def external_saved(out_dir):
+    """Weights written by onnx.save(save_as_external_data=True) into a file
+    beside the model, in a folder of its own."""
+    rng = np.random.default_rng(9)
+    folder = os.path.join(out_dir, "external_saved")
+    os.makedirs(folder, exist_ok=True)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+        helper.make_node("Add", ["m", "b"], ["y"], name="bias"),
+    ]
+    model = make_model(nodes, [tensor_info("x", [2, 8])], [tensor_info("y", None)],
+                       [const(rng, "w", (8, 4)), const(rng, "b", (4,))],
+                       "external_saved")
+    onnx.save(model, os.path.join(folder, "model.onnx"), save_as_external_data=True,
+              all_tensors_to_one_file=True, location="model.weights",
+              size_threshold=0)
+
+
+def opset_forms(out_dir):
+    """Operands that opsets 13 and 18 moved from attributes to inputs."""
+    i64 = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)
+    f32 = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)
+    # Opset 13: Squeeze/Unsqueeze axes, Split sizes and ReduceSum axes as
+    # inputs; Clip with only a max.
+    nodes = [
+        helper.make_node("Unsqueeze", ["x", "u_axes"], ["u"], name="unsq"),
+        helper.make_node("Split", ["u", "sizes"], ["s0", "s1"], name="split", axis=2),
+        helper.make_node("ReduceSum", ["s1", "r_axes"], ["rs"], name="rsum", keepdims=1),
+        helper.make_node("Squeeze", ["rs", "q_axes"], ["sq"], name="sq"),
+        helper.make_node("Clip", ["sq", "", "hi"], ["y"], name="clip_max"),
+    ]
+    inits = [i64("u_axes", [0]), i64("sizes", [1, 3]), i64("r_axes", [-1]),
+             i64("q_axes", [0, 2]), f32("hi", 6.0)]
+    save(make_model(nodes, [tensor_info("x", [3, 4])], [tensor_info("y", None)], inits,
+                    "opset13_forms", opset=13), out_dir, "opset13_forms.onnx")
+    # Opset 18: Split num_outputs, ReduceMean/ReduceMax axes as inputs, Pad
+    # with axes.
+    nodes = [
+        helper.make_node("Split", ["x"], ["a", "b"], name="split", axis=1, num_outputs=2),
+        helper.make_node("ReduceMean", ["a", "m_axes"], ["m"], name="mean", keepdims=0),
+        helper.make_node("ReduceMax", ["b", "x_axes"], ["mx"], name="max", keepdims=1),
+        helper.make_node("Pad", ["x", "pads", "", "p_axes"], ["p"], name="pad",
+                         mode="constant"),
+    ]
+    inits = [i64("m_axes", [1]), i64("x_axes", [0, -1]), i64("pads", [1, 2, 0, 3]),
+             i64("p_axes", [-1, 0])]
+    save(make_model(nodes, [tensor_info("x", [2, 5, 4])],
+                    [tensor_info("m", None), tensor_info("mx", None), tensor_info("p", None)],
+                    inits, "opset18_forms", opset=18), out_dir, "opset18_forms.onnx")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -261,7 +398,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     for make in (conv_bn_relu, gemm, transformer_block, unsupported_ops,
                  bad_group, old_opset_ops, shape_chain, external_data, many_ops,
-                 old_opset, malformed):
+                 old_opset, malformed, malformed_graphs, io_names, auto_pad_late,
+                 external_saved, opset_forms):
         make(args.out)
 
 

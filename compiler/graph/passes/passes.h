@@ -10,7 +10,8 @@ namespace osprey::compiler::graph {
 // Recomputes every result type from the op shape rules in topological order
 // and refines declared types with what the rules prove. Fails when a declared
 // type contradicts a rule. Leaves: every result type as precise as the rules
-// allow.
+// allow, and no auto_pad on a Conv or pool whose shapes are static (explicit
+// pads instead).
 class ShapePropagationPass : public GraphPass {
 public:
   llvm::StringRef name() const override { return "propagate-shapes"; }

@@ -1,4 +1,5 @@
-// Shape propagation: refines result types with the op shape rules.
+// Shape propagation: refines result types with the op shape rules and makes
+// auto_pad explicit once shapes are static.
 #include "compiler/graph/op_registry.h"
 #include "compiler/graph/passes/passes.h"
 
@@ -20,6 +21,7 @@ absl::Status ShapePropagationPass::run(Graph &graph) {
       }
       result->setType(*refined);
     }
+    resolveAutoPad(*op);
   }
   return absl::OkStatus();
 }

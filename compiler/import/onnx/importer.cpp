@@ -2,6 +2,7 @@
 #include "compiler/import/onnx/importer.h"
 
 #include <charconv>
+#include <set>
 #include <unordered_map>
 
 #include "compiler/graph/op_registry.h"
@@ -9,6 +10,7 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "onnx/defs/schema.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/shape_inference/implementation.h"
 
@@ -79,23 +81,13 @@ public:
     COMPILER_RETURN_IF_ERROR(checkOpset());
     const onnx::GraphProto &g = model_->graph();
     COMPILER_RETURN_IF_ERROR(checkSupported(g));
-    if (options_.onnxShapeInference) {
-      try {
-        onnx::shape_inference::InferShapes(*model_);
-      } catch (const std::exception &e) {
-        return absl::InvalidArgumentError(
-            std::string("ONNX shape inference failed: ") + e.what());
-      }
-    }
-    for (const auto &vi : g.value_info()) {
-      inferred_[vi.name()] = &vi;
-    }
-    for (const auto &vi : g.output()) {
-      inferred_[vi.name()] = &vi;
-    }
     graph_ = std::make_unique<Graph>(g.name().empty() ? "main" : sanitize(g.name()));
 
     for (const auto &init : g.initializer()) {
+      if (values_.count(init.name())) {
+        return absl::InvalidArgumentError("initializer '" + init.name() +
+                                          "' is defined twice");
+      }
       COMPILER_ASSIGN_OR_RETURN(DenseData data, readTensor(init));
       COMPILER_ASSIGN_OR_RETURN(TensorType type, tensorType(init));
       Op *c = graph_->createConstant(type, std::move(data), nullptr,
@@ -103,7 +95,12 @@ public:
       c->setNodeName(init.name());
       values_[init.name()] = c->result();
     }
+    std::set<std::string> inputNames;
     for (const auto &input : g.input()) {
+      if (!inputNames.insert(input.name()).second) {
+        return absl::InvalidArgumentError("graph input '" + input.name() +
+                                          "' is listed twice");
+      }
       if (values_.count(input.name())) {
         continue; // initializer listed as an input (IR version < 4)
       }
@@ -111,10 +108,14 @@ public:
                                 valueInfoType(input, "graph input"));
       values_[input.name()] = graph_->addInput(input.name(), type);
     }
+    // Our shape rules validate every node before ONNX shape inference sees
+    // the model: libonnx's inference functions assume well-formed operands
+    // and may crash on, for example, a Conv input of the wrong rank.
     for (int i = 0; i < g.node_size(); ++i) {
       COMPILER_RETURN_IF_ERROR(importNode(g.node(i), i));
     }
     std::vector<Value *> outputs;
+    std::vector<std::string> outputNames;
     for (const auto &output : g.output()) {
       auto it = values_.find(output.name());
       if (it == values_.end()) {
@@ -122,8 +123,15 @@ public:
                                           "' is not produced by any node");
       }
       outputs.push_back(it->second);
+      outputNames.push_back(output.name());
     }
-    graph_->setOutputs(std::move(outputs));
+    graph_->setOutputs(std::move(outputs), std::move(outputNames));
+    if (options_.onnxShapeInference) {
+      COMPILER_RETURN_IF_ERROR(refineWithOnnxShapes());
+    }
+    for (Op *op : graph_->opList()) {
+      graph::resolveAutoPad(*op);
+    }
     return std::move(graph_);
   }
 
@@ -377,6 +385,30 @@ private:
     return d;
   }
 
+  // Attributes whose kind differs from the ONNX schema of the model's opset
+  // (group="2", strides given as floats) would otherwise read as absent and
+  // silently take their defaults. Attributes the schema does not list (newer
+  // than libonnx) are left to the shape rules.
+  absl::Status checkAttributeKinds(const onnx::NodeProto &node, int index) {
+    const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(
+        node.op_type(), static_cast<int>(opset_), "");
+    if (!schema) {
+      return absl::OkStatus();
+    }
+    for (const auto &a : node.attribute()) {
+      auto it = schema->attributes().find(a.name());
+      if (it == schema->attributes().end() || it->second.type == a.type()) {
+        continue;
+      }
+      return nodeError(
+          node, index,
+          "attribute '" + a.name() + "' must be " +
+              onnx::AttributeProto::AttributeType_Name(it->second.type) +
+              ", found " + onnx::AttributeProto::AttributeType_Name(a.type()));
+    }
+    return absl::OkStatus();
+  }
+
   absl::StatusOr<Attribute> convertAttr(const onnx::AttributeProto &a) {
     using AP = onnx::AttributeProto;
     switch (a.type()) {
@@ -443,6 +475,10 @@ private:
       return nodeError(node, index,
                        "attribute '" + a.name() + "' is not supported");
     }
+    if (values_.count(node.output(0))) {
+      return nodeError(node, index,
+                       "output '" + node.output(0) + "' is already defined");
+    }
     Op *c = graph_->createConstant(type, std::move(data), nullptr,
                                    node.output(0));
     c->setNodeName(name);
@@ -475,6 +511,7 @@ private:
     while (!operands.empty() && !operands.back()) {
       operands.pop_back();
     }
+    COMPILER_RETURN_IF_ERROR(checkAttributeKinds(node, index));
     std::map<std::string, Attribute> attrs;
     for (const auto &a : node.attribute()) {
       auto attr = convertAttr(a);
@@ -556,65 +593,63 @@ private:
     std::vector<TensorType> types;
     COMPILER_RETURN_IF_ERROR(graph::inferResultTypes(*op, types));
     for (size_t i = 0; i < results; ++i) {
-      TensorType type = types[i];
-      auto it = inferred_.find(names[i]);
-      if (it != inferred_.end()) {
-        auto onnxType = valueInfoType(*it->second, "value");
-        if (onnxType.ok()) {
-          auto refined = graph::refineType(type, *onnxType);
-          if (!refined) {
-            return op->emitError("ONNX infers " + onnxType->str() +
-                                 " for output '" + names[i] + "', expected " +
-                                 type.str());
-          }
-          type = *refined;
-        }
+      op->result(i)->setType(types[i]);
+      if (names[i].empty()) {
+        continue;
       }
-      op->result(i)->setType(type);
+      if (values_.count(names[i])) {
+        return nodeError(node, index,
+                         "output '" + names[i] + "' is already defined");
+      }
       values_[names[i]] = op->result(i);
     }
-    resolveAutoPad(*op);
     return absl::OkStatus();
   }
 
-  // Turns SAME_UPPER/SAME_LOWER into explicit pads when shapes are static.
-  void resolveAutoPad(Op &op) {
-    std::string autoPad = op.getString("auto_pad", "NOTSET");
-    if (op.kind() == "ConvTranspose" ||
-        (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER" &&
-         autoPad != "VALID")) {
-      return;
+  // Runs ONNX shape inference on the (already validated) model and refines
+  // every result type with it, recomputing types in graph order so refined
+  // operands reach their users.
+  absl::Status refineWithOnnxShapes() {
+    try {
+      onnx::shape_inference::InferShapes(*model_);
+    } catch (const std::exception &e) {
+      return absl::InvalidArgumentError(
+          std::string("ONNX shape inference failed: ") + e.what());
     }
-    const TensorType &x = op.operand(0)->type();
-    const TensorType &y = op.result()->type();
-    if (!x.hasStaticShape() || !y.hasStaticShape()) {
-      return;
+    std::unordered_map<std::string, const onnx::ValueInfoProto *> inferred;
+    const onnx::GraphProto &g = model_->graph();
+    for (const auto &vi : g.value_info()) {
+      inferred[vi.name()] = &vi;
     }
-    size_t spatial = x.rank() - 2;
-    graph::IntList kernel = op.getIntList("kernel_shape");
-    if (op.kind() == "Conv") {
-      const TensorType &w = op.operand(1)->type();
-      if (!w.hasStaticShape()) {
-        return;
+    for (const auto &vi : g.output()) {
+      inferred[vi.name()] = &vi;
+    }
+    for (Op *op : graph_->opList()) {
+      if (op->kind() == "Constant") {
+        continue;
       }
-      kernel.assign(w.dims().begin() + 2, w.dims().end());
-    }
-    graph::IntList strides = op.getIntList("strides", graph::IntList(spatial, 1));
-    graph::IntList dilations =
-        op.getIntList("dilations", graph::IntList(spatial, 1));
-    graph::IntList pads(2 * spatial, 0);
-    if (autoPad != "VALID") {
-      for (size_t i = 0; i < spatial; ++i) {
-        int64_t total = std::max<int64_t>(
-            0, (y.dim(2 + i) - 1) * strides[i] +
-                   (kernel[i] - 1) * dilations[i] + 1 - x.dim(2 + i));
-        int64_t small = total / 2;
-        pads[i] = autoPad == "SAME_UPPER" ? small : total - small;
-        pads[i + spatial] = total - pads[i];
+      std::vector<TensorType> types;
+      COMPILER_RETURN_IF_ERROR(graph::inferResultTypes(*op, types));
+      for (unsigned i = 0; i < op->numResults(); ++i) {
+        TensorType type = types[i];
+        const std::string &name = op->result(i)->name();
+        auto it = inferred.find(name);
+        if (it != inferred.end()) {
+          auto onnxType = valueInfoType(*it->second, "value");
+          if (onnxType.ok()) {
+            auto refined = graph::refineType(type, *onnxType);
+            if (!refined) {
+              return op->emitError("ONNX infers " + onnxType->str() +
+                                   " for output '" + name + "', expected " +
+                                   type.str());
+            }
+            type = *refined;
+          }
+        }
+        op->result(i)->setType(type);
       }
     }
-    op.removeAttr("auto_pad");
-    op.setAttr("pads", pads);
+    return absl::OkStatus();
   }
 
   std::shared_ptr<onnx::ModelProto> model_;
@@ -623,7 +658,6 @@ private:
   int64_t opset_ = 0;
   std::unique_ptr<Graph> graph_;
   std::unordered_map<std::string, Value *> values_;
-  std::unordered_map<std::string, const onnx::ValueInfoProto *> inferred_;
 };
 
 } // namespace
