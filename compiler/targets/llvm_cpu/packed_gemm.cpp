@@ -615,29 +615,67 @@ public:
       for (int64_t v : op.bounds) {
         bound.push_back(idx(v));
       }
-      nest(reduction, 0, zero, bound, [&] {
+      // The innermost reduction loop (kw) is unrolled into the row pass
+      // when short: one accumulator load and store per output for all its
+      // taps, over the intersection of the taps' interiors.
+      const structured::OperandAccess &in = op.inputs[plan_.b];
+      std::vector<unsigned> rolled = reduction;
+      int64_t taps = 1;
+      int unrolled = -1;
+      if (!rolled.empty() && op.bounds[rolled.back()] <= kMaxTaps) {
+        unrolled = static_cast<int>(rolled.back());
+        taps = std::max<int64_t>(1, op.bounds[unrolled]);
+        rolled.pop_back();
+      }
+      nest(rolled, 0, zero, bound, [&] {
         ivs_[d] = lo[d];
-        llvm::Value *w = hooks_.load(op.inputs[plan_.a], ivs_);
-        const structured::OperandAccess &in = op.inputs[plan_.b];
-        RowSplit split = splitRow(in, d, lo[d], hi[d]);
-        auto accumulate = [&](llvm::Value *iv, llvm::Value *x) {
+        std::vector<llvm::Value *> w;
+        std::vector<RowSplit> split;
+        llvm::Value *first = lo[d], *last = hi[d];
+        for (int64_t t = 0; t < taps; ++t) {
+          if (unrolled >= 0) {
+            ivs_[unrolled] = idx(t);
+          }
+          w.push_back(hooks_.load(op.inputs[plan_.a], ivs_));
+          split.push_back(splitRow(in, d, lo[d], hi[d]));
+          first = b_.CreateSelect(b_.CreateICmpSGT(split.back().first, first),
+                                  split.back().first, first);
+          last = b_.CreateSelect(b_.CreateICmpSLT(split.back().last, last),
+                                 split.back().last, last);
+        }
+        last = b_.CreateSelect(b_.CreateICmpSLT(last, first), first, last);
+        auto accumulate = [&](llvm::Value *iv,
+                              llvm::function_ref<llvm::Value *(int64_t)> x) {
           llvm::Value *at = slot(iv);
-          llvm::Value *sum = b_.CreateIntrinsic(
-              llvm::Intrinsic::fmuladd, {f32},
-              {x, w, b_.CreateLoad(f32, at)});
+          llvm::Value *sum = b_.CreateLoad(f32, at);
+          for (int64_t t = 0; t < taps; ++t) {
+            sum = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {f32},
+                                     {x(t), w[t], sum});
+          }
           b_.CreateStore(sum, at);
         };
         auto checked = [&](llvm::Value *iv) {
           ivs_[d] = iv;
-          accumulate(iv, hooks_.load(in, ivs_));
+          accumulate(iv, [&](int64_t t) {
+            if (unrolled >= 0) {
+              ivs_[unrolled] = idx(t);
+            }
+            return hooks_.load(in, ivs_);
+          });
         };
-        loop(lo[d], split.first, checked);
+        loop(lo[d], first, checked);
         loop(
-            split.first, split.last,
-            [&](llvm::Value *iv) { accumulate(iv, loadAt(in, split, iv)); },
+            first, last,
+            [&](llvm::Value *iv) {
+              accumulate(iv,
+                         [&](int64_t t) { return loadAt(in, split[t], iv); });
+            },
             /*noInterleave=*/true);
-        loop(split.last, hi[d], checked);
+        loop(last, hi[d], checked);
         ivs_[d] = lo[d];
+        if (unrolled >= 0) {
+          ivs_[unrolled] = idx(0);
+        }
       });
       loop(lo[d], hi[d], [&](llvm::Value *iv) {
         ivs_[d] = iv;
@@ -667,6 +705,8 @@ private:
     ivs_[d] = saved;
   }
 
+  // Longest innermost reduction loop unrolled into one row pass.
+  static constexpr int64_t kMaxTaps = 8;
   const structured::RowConvPlan &plan_;
   llvm::AllocaInst *acc_ = nullptr;
 };
