@@ -10,9 +10,11 @@
 // although its library was not registered, or failed with a code other than
 // NOT_FOUND. --inject-failure corrupts the first expected value (by far more
 // than the tolerance), so the image must then exit with 2: proof that a
-// wrong answer cannot pass.
+// wrong answer cannot pass. --runs N calls main N times (the last output is
+// checked).
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cstddef>
@@ -83,6 +85,8 @@ void PrintLog(void*, osprey::LogLevel level, const char* message) {
 // ("refused" while an error is the expected outcome).
 osprey::StatusCode g_last_error = osprey::StatusCode::kOk;
 const char* g_error_label = "error";
+// Calls of main per RunModel (--runs N).
+int g_runs = 1;
 
 void PrintStatus(const char* what, const Status& status) {
   char text[512];
@@ -203,7 +207,14 @@ int RunModel(osprey::Allocator* allocator, const hal::local::StaticLibraryRegist
            main_fn->signature_text());
     return kRuntimeError;
   }
-  status = (*context)->Invoke(*main_fn, args, results);
+  // Extra runs (--runs N) let an instruction count isolate one inference:
+  // the difference between N and N-1 runs.
+  for (int run = 1; run < g_runs; ++run) {
+    vm::Value discarded[1];
+    status = (*context)->Invoke(*main_fn, args, discarded);
+    if (!status.ok()) break;
+  }
+  if (status.ok()) status = (*context)->Invoke(*main_fn, args, results);
   if (!status.ok()) {
     PrintStatus("calling main", status);
     return kRuntimeError;
@@ -247,7 +258,9 @@ int main(int argc, char** argv) {
   bool inject_failure = false;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--inject-failure") == 0) inject_failure = true;
+    if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) g_runs = atoi(argv[++i]);
   }
+  if (g_runs < 1) g_runs = 1;
   osprey::SetLogSink(&PrintLog, nullptr);
 #if OSPREY_MODEL_STATIC
   printf("osprey model firmware: static library '%s'\n", OSPREY_MODEL_LIBRARY_NAME);
