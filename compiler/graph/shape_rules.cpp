@@ -1016,6 +1016,14 @@ absl::Status resize(const Op &op, std::vector<TensorType> &out) {
   if (op.hasAttr("axes")) {
     return err("the axes attribute is not supported");
   }
+  std::string policy = op.getString("keep_aspect_ratio_policy", "stretch");
+  if (policy != "stretch") {
+    return err("keep_aspect_ratio_policy '" + policy +
+               "' is not supported (stretch only)");
+  }
+  if (op.getInt("antialias", 0) != 0) {
+    return err("antialias=1 is not supported");
+  }
   if (!x.hasRank()) {
     out = {x};
     return absl::OkStatus();

@@ -376,19 +376,30 @@ def opset_forms(out_dir):
     save(make_model(nodes, [tensor_info("x", [3, 4])], [tensor_info("y", None)], inits,
                     "opset13_forms", opset=13), out_dir, "opset13_forms.onnx")
     # Opset 18: Split num_outputs, ReduceMean/ReduceMax axes as inputs, Pad
-    # with axes.
+    # and Resize for some axes only.
     nodes = [
         helper.make_node("Split", ["x"], ["a", "b"], name="split", axis=1, num_outputs=2),
         helper.make_node("ReduceMean", ["a", "m_axes"], ["m"], name="mean", keepdims=0),
         helper.make_node("ReduceMax", ["b", "x_axes"], ["mx"], name="max", keepdims=1),
         helper.make_node("Pad", ["x", "pads", "", "p_axes"], ["p"], name="pad",
                          mode="constant"),
+        helper.make_node("Resize", ["x", "", "scales"], ["rs"], name="resize_scales",
+                         mode="nearest", axes=[-1]),
+        helper.make_node("Resize", ["x", "", "", "sizes"], ["rz"], name="resize_sizes",
+                         mode="linear", axes=[1, 2]),
     ]
     inits = [i64("m_axes", [1]), i64("x_axes", [0, -1]), i64("pads", [1, 2, 0, 3]),
-             i64("p_axes", [-1, 0])]
+             i64("p_axes", [-1, 0]), f32("scales", [2.0]), i64("sizes", [10, 2])]
     save(make_model(nodes, [tensor_info("x", [2, 5, 4])],
-                    [tensor_info("m", None), tensor_info("mx", None), tensor_info("p", None)],
+                    [tensor_info("m", None), tensor_info("mx", None), tensor_info("p", None),
+                     tensor_info("rs", None), tensor_info("rz", None)],
                     inits, "opset18_forms", opset=18), out_dir, "opset18_forms.onnx")
+    # Opset-18 Resize options the lowering does not implement.
+    nodes = [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], name="resize_keep",
+                              mode="nearest", keep_aspect_ratio_policy="not_larger")]
+    save(make_model(nodes, [tensor_info("x", [1, 1, 2, 3])], [tensor_info("y", None)],
+                    [i64("sizes", [1, 1, 4, 4])], "resize_keep_aspect", opset=18),
+         out_dir, "resize_keep_aspect.onnx")
 
 
 def main():

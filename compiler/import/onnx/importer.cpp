@@ -438,6 +438,164 @@ private:
     return c->result();
   }
 
+  Value *constFloats(const std::vector<double> &values,
+                     const std::string &name) {
+    Op *c = graph_->createConstant(
+        TensorType::ranked(ElementType::F32, {int64_t(values.size())}),
+        DenseData::fromDoubles(ElementType::F32, values));
+    c->setNodeName(name);
+    return c->result();
+  }
+
+  absl::Status unimplemented(const onnx::NodeProto &node, int index,
+                             const std::string &message) const {
+    return absl::UnimplementedError("node '" + nodeName(node, index) + "' (" +
+                                    node.op_type() + "): " + message);
+  }
+
+  // Checks the opset-18 |axes| of |node| against |rank| (range, repeats).
+  absl::Status checkAxes(const onnx::NodeProto &node, int index,
+                         std::vector<int64_t> &axes, int64_t rank) {
+    std::vector<bool> seen(rank, false);
+    for (int64_t &axis : axes) {
+      if (axis < -rank || axis >= rank) {
+        return nodeError(node, index,
+                         "axis " + std::to_string(axis) +
+                             " is out of range for rank " +
+                             std::to_string(rank));
+      }
+      axis = axis < 0 ? axis + rank : axis;
+      if (seen[axis]) {
+        return nodeError(node, index,
+                         "axis " + std::to_string(axis) + " is listed twice");
+      }
+      seen[axis] = true;
+    }
+    return absl::OkStatus();
+  }
+
+  // Opset 18 lets Pad list pads for some axes only. Expands constant pads and
+  // axes to every axis so the graph IR keeps the one full-rank form.
+  absl::Status expandPadAxes(const onnx::NodeProto &node, int index,
+                             std::vector<Value *> &operands) {
+    if (operands.size() < 4 || !operands[3]) {
+      return absl::OkStatus();
+    }
+    auto pads = graph::getConstantInts(operands[1]);
+    auto axes = graph::getConstantInts(operands[3]);
+    const TensorType &x = operands[0]->type();
+    if (!pads || !axes || !x.hasRank()) {
+      return unimplemented(node, index,
+                           "axes need constant pads and axes and an input of "
+                           "known rank");
+    }
+    COMPILER_RETURN_IF_ERROR(checkAxes(node, index, *axes, x.rank()));
+    size_t n = axes->size();
+    if (pads->size() != 2 * n) {
+      return nodeError(node, index,
+                       "pads lists " + std::to_string(pads->size()) +
+                           " values for " + std::to_string(n) + " axes");
+    }
+    std::vector<int64_t> full(2 * x.rank(), 0);
+    for (size_t i = 0; i < n; ++i) {
+      full[(*axes)[i]] = (*pads)[i];
+      full[(*axes)[i] + x.rank()] = (*pads)[i + n];
+    }
+    operands[1] = constInts(full, nodeName(node, index));
+    operands.resize(3);
+    while (!operands.empty() && !operands.back()) {
+      operands.pop_back();
+    }
+    return absl::OkStatus();
+  }
+
+  // Resize: expands opset-18 |axes| (scales, sizes and roi listed for some
+  // axes only) to every axis, and refuses the opset-18 options the lowering
+  // does not implement rather than ignoring them.
+  absl::Status canonicalizeResize(const onnx::NodeProto &node, int index,
+                                  std::vector<Value *> &operands,
+                                  std::map<std::string, Attribute> &attrs) {
+    auto policy = attrs.find("keep_aspect_ratio_policy");
+    if (policy != attrs.end() && policy->second.isString()) {
+      if (policy->second.getString() != "stretch") {
+        return unimplemented(node, index,
+                             "keep_aspect_ratio_policy '" +
+                                 policy->second.getString() +
+                                 "' is not implemented (only 'stretch')");
+      }
+      attrs.erase(policy);
+    }
+    auto antialias = attrs.find("antialias");
+    if (antialias != attrs.end()) {
+      if (antialias->second.isInt() && antialias->second.getInt() != 0) {
+        return unimplemented(node, index, "antialias=1 is not implemented");
+      }
+      attrs.erase(antialias);
+    }
+    auto axesAttr = attrs.find("axes");
+    if (axesAttr == attrs.end()) {
+      return absl::OkStatus();
+    }
+    const TensorType &x = operands[0]->type();
+    if (!axesAttr->second.isIntList() || !x.hasRank()) {
+      return unimplemented(node, index,
+                           "axes need an input of known rank");
+    }
+    std::vector<int64_t> axes = axesAttr->second.getIntList();
+    COMPILER_RETURN_IF_ERROR(checkAxes(node, index, axes, x.rank()));
+    size_t n = axes.size();
+    std::string name = nodeName(node, index);
+    auto isEmpty = [&](size_t i) {
+      return i >= operands.size() || !operands[i] ||
+             (operands[i]->type().hasStaticShape() &&
+              operands[i]->type().numElements() == 0);
+    };
+    if (!isEmpty(1)) {
+      auto roi = graph::getConstantFloats(operands[1]);
+      if (!roi || roi->size() != 2 * n) {
+        return unimplemented(node, index,
+                             "axes need a constant roi of 2 x " +
+                                 std::to_string(n) + " values");
+      }
+      std::vector<double> full(2 * x.rank(), 0.0);
+      std::fill(full.begin() + x.rank(), full.end(), 1.0);
+      for (size_t i = 0; i < n; ++i) {
+        full[axes[i]] = (*roi)[i];
+        full[axes[i] + x.rank()] = (*roi)[i + n];
+      }
+      operands[1] = constFloats(full, name);
+    }
+    if (!isEmpty(2)) {
+      auto scales = graph::getConstantFloats(operands[2]);
+      if (!scales || scales->size() != n) {
+        return unimplemented(node, index,
+                             "axes need constant scales with " +
+                                 std::to_string(n) + " values");
+      }
+      std::vector<double> full(x.rank(), 1.0);
+      for (size_t i = 0; i < n; ++i) {
+        full[axes[i]] = (*scales)[i];
+      }
+      operands[2] = constFloats(full, name);
+    }
+    if (!isEmpty(3)) {
+      auto sizes = graph::getConstantInts(operands[3]);
+      if (!sizes || sizes->size() != n || !x.hasStaticShape()) {
+        return unimplemented(node, index,
+                             "axes need constant sizes with " +
+                                 std::to_string(n) +
+                                 " values and a static input shape");
+      }
+      std::vector<int64_t> full(x.dims().begin(), x.dims().end());
+      for (size_t i = 0; i < n; ++i) {
+        full[axes[i]] = (*sizes)[i];
+      }
+      operands[3] = constInts(full, name);
+    }
+    attrs.erase(axesAttr);
+    return absl::OkStatus();
+  }
+
   absl::Status importConstant(const onnx::NodeProto &node, int index) {
     std::string name = nodeName(node, index);
     if (node.attribute_size() != 1) {
@@ -557,6 +715,11 @@ private:
                              std::to_string(it->second.getInt()));
       }
       it->second = Attribute(graph::elementTypeName(*et).str());
+    } else if (opType == "Pad") {
+      COMPILER_RETURN_IF_ERROR(expandPadAxes(node, index, operands));
+    } else if (opType == "Resize") {
+      COMPILER_RETURN_IF_ERROR(
+          canonicalizeResize(node, index, operands, attrs));
     }
     // Only the first output of these ops is supported.
     size_t results = node.output_size();
