@@ -85,6 +85,78 @@ void inlineCopies(StructuredProgram &p) {
   p.ops = std::move(live);
 }
 
+// An elementwise op E that reads a reshape V of a computed tensor T (V and E
+// the only consumers of T and V) and otherwise only scalars is moved into
+// T's index space: E reads T, writes V's tensor retyped to T's shape, and the
+// reshape now follows E (to E's old output). E can then join T's group as an
+// epilogue: a 1x1 convolution lowered to a matrix product keeps its
+// activation (MobileNetV2's Clip after each expansion) in the same dispatch.
+void sinkReshapes(StructuredProgram &p) {
+  for (unsigned vi = 0; vi < p.ops.size(); ++vi) {
+    StructuredOp &v = p.ops[vi];
+    if (!v.isView || v.inputs.size() != 1) {
+      continue;
+    }
+    unsigned t = v.inputs[0].tensor, vt = v.output.tensor;
+    int producer = p.producer(t);
+    if (producer < 0 || p.ops[producer].isView || p.tensors[t].isOutput ||
+        p.tensors[vt].isOutput || p.consumers(t).size() != 1) {
+      continue;
+    }
+    std::vector<unsigned> users = p.consumers(vt);
+    if (users.size() != 1 || users[0] <= vi) {
+      continue;
+    }
+    unsigned ei = users[0];
+    StructuredOp &e = p.ops[ei];
+    const TensorInfo &tInfo = p.tensors[t];
+    if (e.isView || e.classify() != OpClass::Elementwise ||
+        !e.output.map.isIdentity() || p.tensors[e.output.tensor].isOutput ||
+        !tInfo.type.hasStaticShape() || tInfo.type.rank() == 0) {
+      continue;
+    }
+    bool ok = true;
+    unsigned reads = 0;
+    for (const OperandAccess &in : e.inputs) {
+      if (in.tensor == vt) {
+        ok &= in.map.isIdentity();
+        ++reads;
+        continue;
+      }
+      for (const AffineExpr &r : in.map.results) {
+        ok &= r.isConstant();
+      }
+    }
+    if (!ok || reads != 1) {
+      continue;
+    }
+    unsigned rank = static_cast<unsigned>(tInfo.type.rank());
+    unsigned out = e.output.tensor;
+    e.bounds = tInfo.type.dims().vec();
+    e.iterators.assign(rank, IteratorType::Parallel);
+    for (OperandAccess &in : e.inputs) {
+      if (in.tensor == vt) {
+        in.tensor = t;
+        in.map = AffineMap::identity(rank);
+        continue;
+      }
+      in.map.numDims = rank;
+      for (AffineExpr &r : in.map.results) {
+        r.coeffs.assign(rank, 0);
+      }
+    }
+    p.tensors[vt].type = TensorType::ranked(
+        p.tensors[out].type.elementType(), tInfo.type.dims().vec());
+    e.output = {vt, AffineMap::identity(rank)};
+    StructuredOp view = std::move(p.ops[vi]);
+    view.inputs[0].tensor = vt;
+    view.output.tensor = out;
+    p.ops.erase(p.ops.begin() + vi);
+    p.ops.insert(p.ops.begin() + ei, std::move(view)); // right after E
+    --vi;
+  }
+}
+
 // Inside a group values flow element by element, so every value |op| reads
 // from group |g| must be read at the op's own index.
 bool readsGroupByIdentity(const StructuredProgram &p, const StructuredOp &op,
@@ -377,6 +449,7 @@ void chooseTiles(const StructuredProgram &p, const StructuredOp &root,
 
 absl::Status fuseAndTile(StructuredProgram &p) {
   inlineCopies(p);
+  sinkReshapes(p);
   p.groups.clear();
   for (unsigned i = 0; i < p.ops.size(); ++i) {
     StructuredOp &op = p.ops[i];
