@@ -6,13 +6,14 @@
 # QEMU board and checks its exit code.
 #
 #   scripts/qemu/test_model.sh TARGET BUILD_DIR MODEL_DIR FORMAT COMPILER
-#                              [--model NAME] [--expect-exit N] [ARG...]
+#                              [--model NAME] [--heap BYTES] [--expect-exit N] [ARG...]
 #
 #   TARGET     cortex-m4 (armv7em code) or riscv32
 #   FORMAT     embedded-elf or static-library
 #   COMPILER   path of osprey-compile
 #   MODEL_DIR  where the exported model and the compiled files go
 #   --model NAME     model of scripts/models/export_models.py (default ds_cnn)
+#   --heap BYTES     the image's runtime arena (default 262144)
 #   --expect-exit N  pass only if the image exits with N (default 0)
 #   ARG              passed to the image's main() (e.g. --inject-failure)
 set -euo pipefail
@@ -20,7 +21,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 if (($# < 5)); then
   echo "usage: test_model.sh TARGET BUILD_DIR MODEL_DIR FORMAT COMPILER [--model NAME]" \
-       "[--expect-exit N] [ARG...]" >&2
+       "[--heap BYTES] [--expect-exit N] [ARG...]" >&2
   exit 2
 fi
 target="$1"
@@ -30,10 +31,12 @@ format="$4"
 compiler="$5"
 shift 5
 model=ds_cnn
+heap=262144
 expect=0
 while (($# >= 2)); do
   case "$1" in
     --model) model="$2"; shift 2 ;;
+    --heap) heap="$2"; shift 2 ;;
     --expect-exit) expect="$2"; shift 2 ;;
     *) break ;;
   esac
@@ -58,4 +61,5 @@ echo "test_model.sh: compiled $model for $cpu as $format"
 bash "$root/scripts/qemu/test_firmware.sh" "$target" "$build_dir" \
   --image "osprey_bare_metal_model_$suffix" \
   --cmake-arg "-DOSPREY_MODEL_DIR=$model_dir" --cmake-arg "-DOSPREY_MODEL_NAME=$model" \
+  --cmake-arg "-DOSPREY_MODEL_HEAP_SIZE=$heap" \
   --expect-exit "$expect" "$@"
