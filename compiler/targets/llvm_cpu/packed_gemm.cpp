@@ -108,7 +108,11 @@ protected:
       llvm::Metadata *count[] = {
           llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
           llvm::ConstantAsMetadata::get(b_.getInt32(1))};
-      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx_, count)};
+      llvm::Metadata *fold[] = {
+          llvm::MDString::get(ctx_, "llvm.loop.vectorize.predicate.enable"),
+          llvm::ConstantAsMetadata::get(b_.getTrue())};
+      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx_, count),
+                               llvm::MDNode::get(ctx_, fold)};
       llvm::MDNode *id = llvm::MDNode::getDistinct(ctx_, ops);
       id->replaceOperandWith(0, id);
       latch->setMetadata(llvm::LLVMContext::MD_loop, id);
