@@ -402,6 +402,21 @@ def opset_forms(out_dir):
          out_dir, "resize_keep_aspect.onnx")
 
 
+def gelu_erf(out_dir):
+    """GELU as exporters write it for opsets without a Gelu operator."""
+    f32 = lambda name, v: numpy_helper.from_array(np.array(v, np.float32), name)
+    nodes = [
+        helper.make_node("Div", ["x", "sqrt2"], ["d"], name="gelu_div"),
+        helper.make_node("Erf", ["d"], ["e"], name="gelu_erf"),
+        helper.make_node("Add", ["e", "one"], ["a"], name="gelu_add"),
+        helper.make_node("Mul", ["x", "a"], ["m"], name="gelu_mul"),
+        helper.make_node("Mul", ["m", "half"], ["y"], name="gelu_half"),
+    ]
+    inits = [f32("sqrt2", np.sqrt(2.0)), f32("one", 1.0), f32("half", 0.5)]
+    save(make_model(nodes, [tensor_info("x", [2, 8])], [tensor_info("y", None)], inits,
+                    "gelu_erf"), out_dir, "gelu_erf.onnx")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -410,7 +425,7 @@ def main():
     for make in (conv_bn_relu, gemm, transformer_block, unsupported_ops,
                  bad_group, old_opset_ops, shape_chain, external_data, many_ops,
                  old_opset, malformed, malformed_graphs, io_names, auto_pad_late,
-                 external_saved, opset_forms):
+                 external_saved, opset_forms, gelu_erf):
         make(args.out)
 
 

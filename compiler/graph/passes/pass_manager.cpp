@@ -25,6 +25,7 @@ const PassEntry kPasses[] = {
     {"conv1x1-to-matmul", make<Conv1x1ToMatMulPass>},
     {"fold-transposes", make<FoldTransposesPass>},
     {"remove-identity", make<RemoveIdentityPass>},
+    {"fuse-gelu", make<FuseGeluPass>},
     {"dce", make<DeadCodeEliminationPass>},
 };
 
@@ -80,9 +81,10 @@ std::vector<std::pair<std::string, std::string>> listPasses() {
 }
 
 std::vector<std::string> defaultPipeline() {
-  return {"propagate-shapes", "fold-constants",  "propagate-shapes",
-          "remove-identity",  "fold-transposes", "fold-batch-norm",
-          "conv1x1-to-matmul", "fold-constants", "dce"};
+  return {"propagate-shapes",  "fold-constants",  "propagate-shapes",
+          "remove-identity",   "fuse-gelu",       "fold-transposes",
+          "fold-batch-norm",   "conv1x1-to-matmul", "fold-constants",
+          "dce"};
 }
 
 absl::Status PassManager::addPasses(llvm::StringRef specs) {

@@ -75,6 +75,19 @@ public:
   absl::Status run(Graph &graph) override;
 };
 
+// Replaces the erf form of GELU, 0.5 * x * (1 + erf(x / sqrt(2))) (either
+// multiplication order, division by sqrt(2) or multiplication by its
+// inverse), by one Gelu op when every intermediate has no other use and the
+// constants are scalars. Leaves the matched ops dead (for dce).
+class FuseGeluPass : public GraphPass {
+public:
+  llvm::StringRef name() const override { return "fuse-gelu"; }
+  llvm::StringRef description() const override {
+    return "replace the erf form of GELU by a Gelu op";
+  }
+  absl::Status run(Graph &graph) override;
+};
+
 // Forwards the operand of ops that do nothing: Identity, Reshape to the same
 // static shape, Cast to the same element type. Leaves: no Identity op.
 class RemoveIdentityPass : public GraphPass {
