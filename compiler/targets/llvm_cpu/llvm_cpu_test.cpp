@@ -12,6 +12,7 @@
 #include "compiler/targets/llvm_cpu/library.h"
 #include "gtest/gtest.h"
 #include "hal/local/loaders/elf/elf_loader.h"
+#include "llvm/Support/CommandLine.h"
 
 namespace osprey::compiler::llvm_cpu {
 namespace {
@@ -219,12 +220,12 @@ graph @fc(%x: tensor<5x24xf32>, %w: tensor<24x19xf32>, %b: tensor<19xf32>) {
 
 // A matmul takes the packed-panel path over several workgroups in x and y,
 // with partial row blocks (80 rows, blocks of 6) and a narrow last column
-// chunk (100 columns, chunks of 16).
+// chunk (200 columns, chunks of 16).
 TEST(LlvmCpuTest, PackedMatmulOverSeveralWorkgroups) {
   Compiled c;
   absl::Status s = c.compile(R"(
-graph @mm(%a: tensor<160x40xf32>, %b: tensor<40x200xf32>) {
-  %y = MatMul(%a, %b) : tensor<160x200xf32>
+graph @mm(%a: tensor<160x40xf32>, %b: tensor<40x400xf32>) {
+  %y = MatMul(%a, %b) : tensor<160x400xf32>
   return %y
 })");
   ASSERT_TRUE(s.ok()) << s.message();
@@ -232,15 +233,15 @@ graph @mm(%a: tensor<160x40xf32>, %b: tensor<40x200xf32>) {
   ASSERT_EQ(region.workgroupCount[0], 2);
   ASSERT_EQ(region.workgroupCount[1], 2);
   auto a = randomData(160 * 40, -1, 1, 10);
-  auto b = randomData(40 * 200, -1, 1, 11);
-  std::vector<float> want(160 * 200);
+  auto b = randomData(40 * 400, -1, 1, 11);
+  std::vector<float> want(160 * 400);
   for (int i = 0; i < 160; ++i) {
-    for (int j = 0; j < 200; ++j) {
+    for (int j = 0; j < 400; ++j) {
       double acc = 0;
       for (int k = 0; k < 40; ++k) {
-        acc += double(a[i * 40 + k]) * b[k * 200 + j];
+        acc += double(a[i * 40 + k]) * b[k * 400 + j];
       }
-      want[i * 200 + j] = float(acc);
+      want[i * 400 + j] = float(acc);
     }
   }
   expectNear(c.run({a, b})[0], want, 1e-5f);
@@ -338,6 +339,19 @@ TEST(LlvmCpuTest, ConvOddShapesMatchReference) {
   checkConv({3, 40, 40, 16, 7, 2, 1, 3, 1}, true);
   // Pointwise convolution, 7x7 pixels (one column chunk of 1).
   checkConv({24, 7, 7, 40, 1, 1, 1, 0, 1}, false);
+}
+
+// With a small stack budget (as on embedded targets) a tile runs in
+// sub-tiles of its outer pixel loop: here single rows of 17 pixels.
+TEST(LlvmCpuTest, PackedConvInSubTilesMatchesReference) {
+  auto &options = llvm::cl::getRegisteredOptions();
+  auto *limit = static_cast<llvm::cl::opt<unsigned> *>(
+      options.lookup("osprey-gemm-max-scratch"));
+  ASSERT_NE(limit, nullptr);
+  limit->setValue(8192);
+  checkConv({3, 33, 33, 16, 3, 2, 1, 1, 1}, true);
+  checkConv({5, 13, 13, 7, 3, 1, 2, 2, 1}, false);
+  limit->setValue(0);
 }
 
 // Depthwise convolutions (one channel per group) have no matrix product to

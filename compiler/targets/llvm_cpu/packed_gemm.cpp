@@ -18,9 +18,16 @@
 #include "compiler/structured/fusion.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/TargetParser/Triple.h"
 
 namespace osprey::compiler::llvm_cpu {
+
+static llvm::cl::opt<unsigned> maxScratchOption(
+    "osprey-gemm-max-scratch",
+    llvm::cl::desc("Stack bytes the packed matrix-product path may use per "
+                   "workgroup (0: the target's default)"),
+    llvm::cl::init(0), llvm::cl::Hidden);
 
 using structured::GemmPlan;
 using structured::StructuredOp;
@@ -223,17 +230,41 @@ public:
     if (nMax <= 0 || k_ <= 0 || mMax <= 0) {
       return false;
     }
-    chunks_ = (nMax + nr_ - 1) / nr_;
-    nPad_ = chunks_ * nr_;
     mPad_ = (mMax + shape_.mr - 1) / shape_.mr * shape_.mr;
     kc_ = std::min<int64_t>(shape_.kc, k_);
-    uint64_t bytes = uint64_t(kc_ * nPad_ + mPad_ * nPad_) * 4;
-    return bytes <= shape_.maxScratch;
+    auto fits = [&](int64_t pixels) {
+      int64_t pad = (pixels + nr_ - 1) / nr_ * nr_;
+      return uint64_t(kc_ * pad + mPad_ * pad) * 4 <= shape_.maxScratch;
+    };
+    if (!fits(nMax)) {
+      // Runs the tile in sub-tiles of the outermost N loop that is not 1
+      // (targets with small stacks).
+      for (unsigned d : plan_.nLoops) {
+        int64_t e = maxExtent(d);
+        if (e <= 1) {
+          continue;
+        }
+        int64_t rest = nMax / e;
+        for (int64_t s = e - 1; s >= 1 && subLoop_ < 0; --s) {
+          if (fits(rest * s)) {
+            subLoop_ = static_cast<int>(d);
+            subSize_ = s;
+            nMax = rest * s;
+          }
+        }
+        break;
+      }
+      if (subLoop_ < 0) {
+        return false;
+      }
+    }
+    chunks_ = (nMax + nr_ - 1) / nr_;
+    nPad_ = chunks_ * nr_;
+    return true;
   }
 
   absl::Status emit(llvm::ArrayRef<llvm::Value *> lo,
                     llvm::ArrayRef<llvm::Value *> hi) {
-    const StructuredOp &op = root();
     llvm::Type *f32 = b_.getFloatTy();
     panel_ = b_.CreateAlloca(llvm::ArrayType::get(f32, kc_ * nPad_), nullptr,
                              "panel");
@@ -241,6 +272,32 @@ public:
     accs_ = b_.CreateAlloca(llvm::ArrayType::get(f32, mPad_ * nPad_), nullptr,
                             "acc_tile");
     accs_->setAlignment(llvm::Align(64));
+    if (subLoop_ < 0) {
+      return emitTile(lo, hi);
+    }
+    unsigned d = static_cast<unsigned>(subLoop_);
+    llvm::Value *count = b_.CreateUDiv(
+        b_.CreateAdd(b_.CreateSub(hi[d], lo[d]), idx(subSize_ - 1)),
+        idx(subSize_));
+    absl::Status status = absl::OkStatus();
+    loop(idx(0), count, [&](llvm::Value *i) {
+      std::vector<llvm::Value *> subLo(lo.begin(), lo.end());
+      std::vector<llvm::Value *> subHi(hi.begin(), hi.end());
+      subLo[d] = b_.CreateAdd(lo[d], b_.CreateMul(i, idx(subSize_)));
+      llvm::Value *end = b_.CreateAdd(subLo[d], idx(subSize_));
+      subHi[d] = b_.CreateSelect(b_.CreateICmpSLT(end, hi[d]), end, hi[d]);
+      if (status.ok()) {
+        status = emitTile(subLo, subHi);
+      }
+    });
+    return status;
+  }
+
+  // One (sub-)tile with the N box [lo, hi).
+  absl::Status emitTile(llvm::ArrayRef<llvm::Value *> lo,
+                        llvm::ArrayRef<llvm::Value *> hi) {
+    const StructuredOp &op = root();
+    llvm::Type *f32 = b_.getFloatTy();
     size_t n = op.bounds.size();
     ivs_.assign(lo.begin(), lo.end());
     // Extents of the N box and the flattened index strides (innermost 1).
@@ -570,6 +627,9 @@ private:
   const GemmPlan &plan_;
   GemmKernelShape shape_;
   int64_t nr_ = 0, k_ = 0, kc_ = 0, chunks_ = 0, nPad_ = 0, mPad_ = 0;
+  // N loop run in sub-tiles of subSize_ when the tile's scratch is too big.
+  int subLoop_ = -1;
+  int64_t subSize_ = 0;
   llvm::AllocaInst *panel_ = nullptr;
   llvm::AllocaInst *accs_ = nullptr;
 };
@@ -757,6 +817,9 @@ absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
   }
   GemmKernelShape shape =
       gemmKernelShape(fn->getParent()->getTargetTriple());
+  if (maxScratchOption != 0) {
+    shape.maxScratch = maxScratchOption;
+  }
   PackedGemmEmitter emitter(program, region, builder, fn, *plan, shape, hooks);
   if (!emitter.size()) {
     return false;
