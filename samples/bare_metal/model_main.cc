@@ -129,7 +129,8 @@ size_t Compare(std::span<const float> actual, bool inject_failure) {
 }
 
 // Loads the module on a cpu-sync device whose static loader knows
-// |libraries| (borrowed), runs main once on the input and checks the output.
+// |libraries| (borrowed), runs main on the input (g_runs times) and checks
+// the last output.
 // Returns the exit-code bits; on kRuntimeError g_last_error holds the code.
 int RunModel(osprey::Allocator* allocator, const hal::local::StaticLibraryRegistry* libraries,
              bool inject_failure) {
