@@ -417,6 +417,14 @@ def gelu_erf(out_dir):
                     "gelu_erf"), out_dir, "gelu_erf.onnx")
 
 
+def softmax_opset11(out_dir):
+    """Opset-11 Softmax: the default axis 1 normalizes over axes 1 and 2
+    together (the input is coerced to 2-D)."""
+    nodes = [helper.make_node("Softmax", ["x"], ["y"], name="softmax")]
+    save(make_model(nodes, [tensor_info("x", [2, 3, 4])], [tensor_info("y", None)], [],
+                    "softmax_opset11", opset=11), out_dir, "softmax_opset11.onnx")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -425,7 +433,7 @@ def main():
     for make in (conv_bn_relu, gemm, transformer_block, unsupported_ops,
                  bad_group, old_opset_ops, shape_chain, external_data, many_ops,
                  old_opset, malformed, malformed_graphs, io_names, auto_pad_late,
-                 external_saved, opset_forms, gelu_erf):
+                 external_saved, opset_forms, gelu_erf, softmax_opset11):
         make(args.out)
 
 

@@ -474,6 +474,84 @@ private:
     return absl::OkStatus();
   }
 
+  // Creates |kind| with one result named |resultName| (empty: unnamed) and
+  // types it with the shape rules.
+  absl::StatusOr<Op *> addTypedOp(llvm::StringRef kind,
+                                  std::vector<Value *> operands,
+                                  std::map<std::string, Attribute> attrs,
+                                  const std::string &nodeName,
+                                  const std::string &resultName) {
+    Op *op = graph_->createOp(kind, std::move(operands),
+                              {TensorType::unranked(ElementType::F32)},
+                              std::move(attrs), nullptr, {resultName});
+    op->setNodeName(nodeName);
+    std::vector<TensorType> types;
+    COMPILER_RETURN_IF_ERROR(graph::inferResultTypes(*op, types));
+    op->result()->setType(types[0]);
+    return op;
+  }
+
+  // Before opset 13, Softmax (default axis 1) coerces its input to 2-D,
+  // [prod(dims before axis), prod(dims from axis)], and normalizes each row:
+  // one softmax over all the trailing axes together. The graph's Softmax is
+  // the opset-13 one (a single axis), so the coercion becomes explicit
+  // reshapes around it.
+  absl::Status importCoercedSoftmax(const onnx::NodeProto &node, int index,
+                                    std::vector<Value *> &operands,
+                                    std::map<std::string, Attribute> &attrs) {
+    std::string name = nodeName(node, index);
+    if (operands.size() != 1 || !operands[0]) {
+      return nodeError(node, index, "expected 1 operand");
+    }
+    Value *x = operands[0];
+    const TensorType &type = x->type();
+    int64_t axis = 1;
+    if (auto it = attrs.find("axis"); it != attrs.end()) {
+      axis = it->second.getInt();
+    }
+    if (type.hasRank()) {
+      absl::Status s = graph::normalizeAxis(axis, type.rank(), "axis");
+      if (!s.ok()) {
+        return nodeError(node, index, std::string(s.message()));
+      }
+    }
+    if (values_.count(node.output(0))) {
+      return nodeError(node, index,
+                       "output '" + node.output(0) + "' is already defined");
+    }
+    Value *result;
+    if (type.hasRank() && axis == type.rank() - 1) {
+      COMPILER_ASSIGN_OR_RETURN(
+          Op * sm, addTypedOp("Softmax", {x}, {{"axis", Attribute(axis)}},
+                              name, node.output(0)));
+      result = sm->result();
+    } else {
+      if (!type.hasStaticShape()) {
+        return unimplemented(node, index,
+                             "opset-" + std::to_string(opset_) +
+                                 " Softmax over several axes needs a static "
+                                 "input shape");
+      }
+      int64_t outer = 1, inner = 1;
+      for (int64_t i = 0; i < type.rank(); ++i) {
+        (i < axis ? outer : inner) *= type.dim(i);
+      }
+      COMPILER_ASSIGN_OR_RETURN(
+          Op * rows, addTypedOp("Reshape", {x, constInts({outer, inner}, name)},
+                                {}, name, ""));
+      COMPILER_ASSIGN_OR_RETURN(
+          Op * sm, addTypedOp("Softmax", {rows->result()},
+                              {{"axis", Attribute(int64_t{1})}}, name, ""));
+      COMPILER_ASSIGN_OR_RETURN(
+          Op * back,
+          addTypedOp("Reshape", {sm->result(), constInts(type.dims().vec(), name)},
+                     {}, name, node.output(0)));
+      result = back->result();
+    }
+    values_[node.output(0)] = result;
+    return absl::OkStatus();
+  }
+
   // Opset 18 lets Pad list pads for some axes only. Expands constant pads and
   // axes to every axis so the graph IR keeps the one full-rank form.
   absl::Status expandPadAxes(const onnx::NodeProto &node, int index,
@@ -715,6 +793,8 @@ private:
                              std::to_string(it->second.getInt()));
       }
       it->second = Attribute(graph::elementTypeName(*et).str());
+    } else if (opType == "Softmax" && opset_ < 13) {
+      return importCoercedSoftmax(node, index, operands, attrs);
     } else if (opType == "Pad") {
       COMPILER_RETURN_IF_ERROR(expandPadAxes(node, index, operands));
     } else if (opType == "Resize") {
