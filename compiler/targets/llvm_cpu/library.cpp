@@ -6,6 +6,7 @@
 
 #include "compiler/graph/status.h"
 #include "compiler/targets/llvm_cpu/dispatch_codegen.h"
+#include "compiler/targets/llvm_cpu/packed_gemm.h"
 #include "llvm/Analysis/TargetLibraryInfo.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LegacyPassManager.h"
@@ -227,6 +228,9 @@ buildExecutableObject(const dispatch::DispatchProgram &program,
   llvm::Module module(name, context);
   module.setTargetTriple(target.triple);
   module.setDataLayout(tm->createDataLayout());
+  // Code generators pick vector widths from the target's features.
+  module.addModuleFlag(llvm::Module::Warning, kTargetFeaturesFlag,
+                       llvm::MDString::get(context, target.features));
   std::vector<llvm::Function *> fns;
   for (const dispatch::DispatchRegion &region : program.regions) {
     COMPILER_ASSIGN_OR_RETURN(llvm::Function * fn,

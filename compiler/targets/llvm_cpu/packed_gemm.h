@@ -36,8 +36,14 @@ struct GemmKernelShape {
   uint64_t maxScratch;  // bytes of stack for panel plus accumulators
 };
 
-// The blocking used for modules with target triple |triple|.
-GemmKernelShape gemmKernelShape(llvm::StringRef triple);
+// Module flag (an MDString) with the target's CPU feature string, e.g.
+// "+avx2,+fma,+avx512f"; set by buildExecutableLibrary.
+inline constexpr const char kTargetFeaturesFlag[] = "osprey.target-features";
+
+// The blocking used for modules with target triple |triple| and CPU features
+// |features|.
+GemmKernelShape gemmKernelShape(llvm::StringRef triple,
+                                llvm::StringRef features);
 
 // If the region's root has a structured::GemmPlan and its scratch fits the
 // target's budget, emits the workgroup's tile at the builder's insertion
