@@ -121,6 +121,17 @@ absl::Status inferResultTypes(const Op &op, std::vector<TensorType> &out) {
   if (!status.ok()) {
     return op.emitError(std::string(status.message()));
   }
+  // Element counts are int64 products; a shape whose byte size wraps around
+  // would look small (a constant of 2^62 x 4 floats would need 0 bytes).
+  for (const TensorType &type : out) {
+    int64_t bytes = static_cast<int64_t>(elementByteSize(type.elementType()));
+    for (int64_t d : type.dims()) {
+      if (d > 0 && __builtin_mul_overflow(bytes, d, &bytes)) {
+        return op.emitError("result type " + type.str() +
+                            " has more bytes than can be addressed");
+      }
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -294,6 +294,15 @@ def malformed_graphs(out_dir):
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="relu0")]
     save(make_model(nodes, [tensor_info("x", [2, 3])], [tensor_info("y", None)], [],
                     "dangling_output"), out_dir, "dangling_output.onnx")
+    # An initializer whose element count wraps around to 0 bytes (2^62 x 4
+    # floats) with an empty payload.
+    huge = TensorProto()
+    huge.name, huge.data_type = "w", TensorProto.FLOAT
+    huge.dims.extend([1 << 62, 4])
+    huge.raw_data = b""
+    nodes = [helper.make_node("Add", ["x", "w"], ["y"], name="add0")]
+    save(make_model(nodes, [tensor_info("x", [1, 4])], [tensor_info("y", None)], [huge],
+                    "huge_initializer"), out_dir, "huge_initializer.onnx")
     # A valid model cut in the middle of its weights.
     data = make_model(
         [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],

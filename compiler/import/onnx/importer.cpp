@@ -96,6 +96,11 @@ public:
       values_[init.name()] = c->result();
     }
     std::set<std::string> inputNames;
+    if (g.sparse_initializer_size() > 0) {
+      return absl::UnimplementedError(
+          "sparse initializer '" + g.sparse_initializer(0).values().name() +
+          "' is not implemented");
+    }
     for (const auto &input : g.input()) {
       if (!inputNames.insert(input.name()).second) {
         return absl::InvalidArgumentError("graph input '" + input.name() +
@@ -212,7 +217,25 @@ private:
                                           "' has a negative dimension");
       }
     }
+    COMPILER_RETURN_IF_ERROR(checkByteSize(dims, *et, "tensor", t.name()));
     return TensorType::ranked(*et, dims);
+  }
+
+  // Rejects shapes whose byte size does not fit in 63 bits: their element
+  // count would wrap around and match a short (or empty) payload.
+  static absl::Status checkByteSize(llvm::ArrayRef<int64_t> dims,
+                                    ElementType et, const std::string &what,
+                                    const std::string &name) {
+    int64_t bytes = static_cast<int64_t>(graph::elementByteSize(et));
+    for (int64_t d : dims) {
+      if (d > 0 && __builtin_mul_overflow(bytes, d, &bytes)) {
+        return absl::InvalidArgumentError(
+            what + " '" + name + "' has " +
+            TensorType::ranked(et, dims.vec()).str() +
+            ", more bytes than can be addressed");
+      }
+    }
+    return absl::OkStatus();
   }
 
   absl::StatusOr<TensorType> valueInfoType(const onnx::ValueInfoProto &vi,
@@ -236,6 +259,7 @@ private:
       dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value()
                                                              : graph::kDynamic);
     }
+    COMPILER_RETURN_IF_ERROR(checkByteSize(dims, *et, what, vi.name()));
     return TensorType::ranked(*et, dims);
   }
 
