@@ -18,7 +18,9 @@ enum class BufferKind : uint8_t {
   Input,     // caller-provided graph input
   Output,    // graph output (or the value a reshaped graph output views),
              // allocated by the host code and returned
-  Constant,  // read-only data embedded in the module (zero-copy)
+  Constant,  // read-only module data: bound as a read-only rodata segment
+             // of the module (zero-copy), or embedded in the executable
+             // when small (see kMaxEmbeddedConstantBytes)
   Transient, // intermediate value placed in the arena by memory planning
   View,      // alias of another buffer (reshape); no storage of its own
   Internal,  // passed element by element inside one region; never stored
@@ -47,8 +49,9 @@ struct DispatchRegion {
   std::string loc;        // node name of the root, for diagnostics
   std::vector<unsigned> ops; // structured op indices; ops[0] is the root
   std::vector<Binding> bindings; // reads first, then the single write
-  // Constant tensors the region reads. They are not bound: the target embeds
-  // them as read-only data of the executable.
+  // Constant tensors the region reads. Memory planning binds the large ones
+  // (they then also appear in |bindings|, as reads before the write); the
+  // target embeds the others as read-only data of the executable.
   std::vector<unsigned> constants;
   std::array<int64_t, 3> workgroupCount = {1, 1, 1};
   std::vector<int64_t> tileSizes; // per root loop; 0 = whole loop
@@ -60,6 +63,14 @@ struct HostCommand {
   enum class Kind : uint8_t { Dispatch, Barrier } kind = Kind::Dispatch;
   unsigned region = 0;
 };
+
+// Constants of at most this many bytes stay embedded in the executable
+// (scalars and short vectors the target can fold into code); larger ones are
+// bound read-only so the weights exist once, in the module file.
+constexpr int64_t kMaxEmbeddedConstantBytes = 256;
+// Most bindings of one dispatch (the hal module's limit); constants that
+// would exceed it stay embedded.
+constexpr unsigned kMaxRegionBindings = 32;
 
 struct DispatchProgram {
   structured::StructuredProgram program;
@@ -87,6 +98,9 @@ formDispatchRegions(structured::StructuredProgram program);
 // overlap in memory (first fit, largest buffer first), then barriers are
 // inserted between dispatches whose byte ranges conflict (read after write,
 // write after read through reuse, write after write). Sets arenaSize.
+// Constants larger than kMaxEmbeddedConstantBytes become read bindings of
+// the regions reading them (inserted before the write, while the region has
+// fewer than kMaxRegionBindings); they take no arena space.
 absl::Status planMemory(DispatchProgram &program);
 
 void printDispatchProgram(const DispatchProgram &program,

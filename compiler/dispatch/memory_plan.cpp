@@ -8,6 +8,31 @@ namespace {
 
 int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
+// Binds the large constants each region reads as read-only bindings placed
+// before the region's write, so they are read from module rodata instead of
+// being copied into the executable. Idempotent.
+void bindConstants(DispatchProgram &d) {
+  for (DispatchRegion &r : d.regions) {
+    for (unsigned c : r.constants) {
+      const Buffer &buf = d.buffers[d.storageOf(c)];
+      if (buf.byteSize <= kMaxEmbeddedConstantBytes ||
+          r.bindings.size() >= kMaxRegionBindings) {
+        continue;
+      }
+      bool bound = false;
+      for (const Binding &b : r.bindings) {
+        bound |= b.tensor == c;
+      }
+      if (bound) {
+        continue;
+      }
+      auto write = std::find_if(r.bindings.begin(), r.bindings.end(),
+                                [](const Binding &b) { return b.write; });
+      r.bindings.insert(write, Binding{c, false});
+    }
+  }
+}
+
 // Live ranges in region indices: from the region writing a transient to the
 // last region reading it directly or through a view.
 void computeLiveness(DispatchProgram &d) {
@@ -107,6 +132,7 @@ absl::Status planMemory(DispatchProgram &d) {
     b.offset = -1;
     b.firstUse = b.lastUse = -1;
   }
+  bindConstants(d);
   computeLiveness(d);
   assignOffsets(d);
   insertBarriers(d);

@@ -98,6 +98,18 @@ public:
     }
     return list;
   }
+  uint16_t globalLoadRef(uint32_t global) {
+    uint16_t r = reg(Bank::kRef);
+    w_.Op(Opcode::kGlobalLoadRef);
+    w_.Reg(r);
+    w_.U32(global);
+    return r;
+  }
+  void globalStoreRef(uint16_t value, uint32_t global) {
+    w_.Op(Opcode::kGlobalStoreRef);
+    w_.Reg(value);
+    w_.U32(global);
+  }
   void ret(const std::vector<uint16_t> &values) {
     w_.Op(Opcode::kReturn);
     w_.RegList(values);
@@ -172,6 +184,57 @@ emitModule(const dispatch::DispatchProgram &d,
   uint32_t exeIndex = builder.AddExecutable(executable.format, moduleName,
                                             executable.data);
   (void)exeIndex;
+  // Module globals (ref bank): one hal.buffer per bound constant, wrapped
+  // once per context by the initializer, then the cached arena.
+  std::map<unsigned, uint32_t> constantGlobals;
+  for (const dispatch::DispatchRegion &r : d.regions) {
+    for (const dispatch::Binding &b : r.bindings) {
+      unsigned s = d.storageOf(b.tensor);
+      if (d.buffers[s].kind == BufferKind::Constant &&
+          !constantGlobals.count(s)) {
+        uint32_t global = static_cast<uint32_t>(constantGlobals.size());
+        constantGlobals.emplace(s, global);
+      }
+    }
+  }
+  const uint32_t arenaGlobal = static_cast<uint32_t>(constantGlobals.size());
+  builder.SetGlobalCount(Bank::kRef,
+                         arenaGlobal + (d.arenaSize > 0 ? 1 : 0));
+  builder.SetAttribute("arena_size", std::to_string(d.arenaSize));
+  builder.SetAttribute("arena_alignment", std::to_string(d.arenaAlignment));
+  if (!constantGlobals.empty()) {
+    uint32_t init = builder.DeclareFunction("__init", ":");
+    FunctionEmitter e(builder);
+    e.writer().SetLocation("constants");
+    uint16_t device = e.callRef("device", ":r", {});
+    uint16_t allocator = e.callRef("device.allocator", "r:r", {device});
+    for (const auto &[t, global] : constantGlobals) {
+      const structured::TensorInfo &info = p.tensors[t];
+      llvm::ArrayRef<uint8_t> bytes = info.constant->bytes();
+      if (static_cast<int64_t>(bytes.size()) != d.buffers[t].byteSize) {
+        return absl::InternalError("constant '" + info.name + "' holds " +
+                                   std::to_string(bytes.size()) +
+                                   " bytes, expected " +
+                                   std::to_string(d.buffers[t].byteSize));
+      }
+      // 64-byte aligned segments are stored outside the FlatBuffer at
+      // aligned file offsets, so the runtime binds them in place.
+      uint32_t segment = builder.AddRodata(
+          "constant_" + info.name,
+          std::vector<uint8_t>(bytes.begin(), bytes.end()), 64);
+      uint16_t wrapped = e.callRef("buffer.wrap_rodata", "rr:r",
+                                   {allocator, e.rodata(segment)});
+      e.globalStoreRef(wrapped, global);
+    }
+    e.ret({});
+    auto code = e.writer().Finish();
+    if (!code.ok()) {
+      return toAbsl(code.status(), "finishing the bytecode of __init");
+    }
+    builder.DefineFunction(init, std::move(*code), e.counts(),
+                           e.writer().locations());
+    builder.SetInitializer(static_cast<int32_t>(init));
+  }
   std::string signature(p.inputs.size(), 'r');
   signature += ":" + std::string(p.outputs.size(), 'r');
   uint32_t fn = builder.DeclareFunction("main", signature);
@@ -236,9 +299,34 @@ emitModule(const dispatch::DispatchProgram &d,
     }
     outputBuffers[t] = storage[s];
   }
+  for (const auto &[t, global] : constantGlobals) {
+    storage[t] = e.globalLoadRef(global);
+  }
+  // The arena is allocated on a context's first call and kept in a module
+  // global (module state is per context, so concurrent calls from different
+  // contexts never share it). A call takes it out of the global and puts it
+  // back when its work has completed, so a nested call in the same context
+  // finds the global empty and allocates its own.
   uint16_t arena = 0;
   if (d.arenaSize > 0) {
-    arena = allocate(d.arenaSize);
+    e.writer().SetLocation("arena");
+    arena = e.globalLoadRef(arenaGlobal);
+    e.globalStoreRef(e.nullRef(), arenaGlobal);
+    uint16_t present = e.reg(Bank::kI32);
+    e.writer().Op(Opcode::kCmpNzRef);
+    e.writer().Reg(present);
+    e.writer().Reg(arena);
+    vm::BytecodeWriter::Label haveArena = e.writer().NewLabel();
+    e.writer().Op(Opcode::kBrIf);
+    e.writer().Reg(present);
+    e.writer().Target(haveArena);
+    uint16_t fresh = allocate(d.arenaSize);
+    e.writer().Op(Opcode::kMovRef);
+    e.writer().Reg(arena);
+    e.writer().Reg(fresh);
+    if (osprey::Status s = e.writer().Bind(haveArena); !s.ok()) {
+      return toAbsl(s, "emitting the arena check");
+    }
   }
   auto bufferFor = [&](unsigned t) {
     unsigned s = d.storageOf(t);
@@ -295,6 +383,10 @@ emitModule(const dispatch::DispatchProgram &d,
   e.writer().SetLocation("submission");
   e.call("command_buffer.end", "r:", {cb}, {});
   e.call("device.queue.execute_sync", "rr:", {device, cb}, {});
+  if (d.arenaSize > 0) {
+    // The work has completed: later calls may reuse the arena.
+    e.globalStoreRef(arena, arenaGlobal);
+  }
   std::vector<uint16_t> results;
   for (unsigned t : p.outputs) {
     results.push_back(e.callRef("buffer_view.create", "rIIir:r",
@@ -310,7 +402,46 @@ emitModule(const dispatch::DispatchProgram &d,
   builder.DefineFunction(fn, std::move(*code), e.counts(),
                          e.writer().locations());
   builder.AddExport("main", fn);
-  auto bytes = builder.Build();
+  if (d.arenaSize > 0) {
+    // set_arena(buffer): the application supplies the context's arena (at
+    // least arena_size bytes, see the module attribute) instead of letting
+    // the first call allocate it.
+    uint32_t setArena = builder.DeclareFunction("set_arena", "r:");
+    FunctionEmitter s(builder);
+    uint16_t buffer = s.reg(Bank::kRef);
+    s.writer().SetLocation("set_arena");
+    uint16_t length = s.reg(Bank::kI64);
+    s.call("buffer.length", "r:I", {buffer}, {length});
+    uint16_t needed = s.constI64(d.arenaSize);
+    uint16_t fits = s.reg(Bank::kI32);
+    s.writer().Op(Opcode::kCmpGeI64S);
+    s.writer().Reg(fits);
+    s.writer().Reg(length);
+    s.writer().Reg(needed);
+    s.writer().Op(Opcode::kCheckNz);
+    s.writer().Reg(fits);
+    const std::pair<Bank, uint16_t> failureArgs[] = {{Bank::kI64, length},
+                                                     {Bank::kI64, needed}};
+    s.writer().FailurePayload(
+        osprey::StatusCode::kInvalidArgument,
+        "arena buffer of {} bytes is smaller than the {} bytes the module "
+        "needs",
+        failureArgs);
+    s.globalStoreRef(buffer, arenaGlobal);
+    s.ret({});
+    auto setCode = s.writer().Finish();
+    if (!setCode.ok()) {
+      return toAbsl(setCode.status(), "finishing the bytecode of set_arena");
+    }
+    builder.DefineFunction(setArena, std::move(*setCode), s.counts(),
+                           s.writer().locations());
+    builder.AddExport("set_arena", setArena);
+  }
+  vm::BuildOptions options;
+  // Large segments (constants, the executable) live after the FlatBuffer, so
+  // verifying the FlatBuffer does not walk the weights.
+  options.external_threshold = 4096;
+  auto bytes = builder.Build(options);
   if (!bytes.ok()) {
     return toAbsl(bytes.status(), "building module '" + moduleName + "'");
   }

@@ -21,11 +21,18 @@ struct ExecutableBinary {
 
 // Emits a module named |moduleName| exporting `main`, whose arguments and
 // results are hal.buffer_views of the graph inputs and outputs in order.
-// main checks each input's shape and element type, allocates the outputs and
-// one arena buffer of program.arenaSize bytes (transients are subspans at
+// Bound constants become 64-byte aligned rodata segments that the module
+// initializer wraps once per context (hal.buffer.wrap_rodata, zero-copy) into
+// ref globals. main checks each input's shape and element type, allocates
+// the outputs, takes the context's arena of program.arenaSize bytes from a
+// ref global (allocating it on the first call; transients are subspans at
 // their planned offsets), records one dispatch per region of |executable|
-// (export i = region i) with the planned barriers, submits and waits, and
-// returns views of the outputs. planMemory must have run.
+// (export i = region i) with the planned barriers, submits and waits, puts
+// the arena back and returns views of the outputs. The module records the
+// attributes "arena_size" and "arena_alignment"; when the arena is not empty
+// it also exports `set_arena(hal.buffer)`, which hands the context an arena
+// the application supplies (INVALID_ARGUMENT if shorter than arena_size).
+// planMemory must have run.
 // UNIMPLEMENTED for element types other than f32 at the module boundary.
 absl::StatusOr<std::vector<uint8_t>>
 emitModule(const dispatch::DispatchProgram &program,

@@ -72,8 +72,12 @@ public:
       bindings_[r_.bindings[i].tensor] = b_.CreateLoad(
           b_.getPtrTy(), slot, "binding" + std::to_string(i));
     }
+    // Constants bound by memory planning are read through their binding
+    // (module rodata, zero-copy); only the others are embedded.
     for (unsigned c : r_.constants) {
-      bindings_[c] = constantGlobal(p_.storageOf(c));
+      if (!bindings_.count(c)) {
+        bindings_[c] = constantGlobal(p_.storageOf(c));
+      }
     }
     if (root.hasReduction()) {
       acc_ = b_.CreateAlloca(b_.getFloatTy(), nullptr, "acc");
