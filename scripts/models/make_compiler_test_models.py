@@ -303,6 +303,10 @@ def malformed_graphs(out_dir):
     nodes = [helper.make_node("Add", ["x", "w"], ["y"], name="add0")]
     save(make_model(nodes, [tensor_info("x", [1, 4])], [tensor_info("y", None)], [huge],
                     "huge_initializer"), out_dir, "huge_initializer.onnx")
+    # A graph output declared with a shape the node does not produce.
+    nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu_out")]
+    save(make_model(nodes, [tensor_info("x", [2, 3])], [tensor_info("y", [4, 4])], [],
+                    "bad_output_shape"), out_dir, "bad_output_shape.onnx")
     # A valid model cut in the middle of its weights.
     data = make_model(
         [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],

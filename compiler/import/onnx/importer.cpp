@@ -873,6 +873,30 @@ private:
     return absl::OkStatus();
   }
 
+  // libonnx reports "[ShapeInferenceError] (op_type:Relu, node name: r0):
+  // [ShapeInferenceError] <reason>"; this names the node the way our own
+  // errors do.
+  static absl::Status onnxInferenceError(llvm::StringRef what) {
+    llvm::StringRef rest = what;
+    llvm::StringRef opType, node;
+    if (rest.consume_front("[ShapeInferenceError] (op_type:")) {
+      std::tie(opType, rest) = rest.split(", node name: ");
+      std::tie(node, rest) = rest.split("): ");
+      while (rest.consume_front("[ShapeInferenceError] ") ||
+             rest.consume_front("[TypeInferenceError] ")) {
+      }
+      if (!opType.empty() && !rest.empty()) {
+        std::string named = node.empty() ? "" : "'" + node.str() + "' ";
+        return absl::InvalidArgumentError("node " + named + "(" +
+                                          opType.str() +
+                                          "): ONNX shape inference: " +
+                                          rest.str());
+      }
+    }
+    return absl::InvalidArgumentError("ONNX shape inference failed: " +
+                                      what.str());
+  }
+
   // Runs ONNX shape inference on the (already validated) model and refines
   // every result type with it, recomputing types in graph order so refined
   // operands reach their users.
@@ -880,8 +904,7 @@ private:
     try {
       onnx::shape_inference::InferShapes(*model_);
     } catch (const std::exception &e) {
-      return absl::InvalidArgumentError(
-          std::string("ONNX shape inference failed: ") + e.what());
+      return onnxInferenceError(e.what());
     }
     std::unordered_map<std::string, const onnx::ValueInfoProto *> inferred;
     const onnx::GraphProto &g = model_->graph();
