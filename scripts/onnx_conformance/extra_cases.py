@@ -1,8 +1,9 @@
 """Extra single-operator cases for attribute combinations that onnx 1.12's
 backend node tests do not cover (grouped/dilated Conv, grouped strided
 ConvTranspose, edge/reflect Pad on f32, Gather with 2-D indices on an inner
-axis, broadcast batched MatMul, negative Slice steps, 2-D linear Resize) and
-for Gelu, which onnx 1.12 does not know.
+axis, broadcast batched MatMul, negative Slice steps, 2-D linear Resize,
+integer and bool tensors: Cast between types, integer arithmetic, comparisons
+and reductions) and for Gelu, which onnx 1.12 does not know.
 References are computed here with plain numpy (loops for the convolutions,
 np.pad, np.take, np.matmul, slicing) and, for Resize, ONNX's own reference
 interpolation from the generator module. Cases with an `expect_reject` reason
@@ -12,7 +13,7 @@ import types
 
 import numpy as np
 import onnx
-from onnx import helper
+from onnx import TensorProto, helper
 
 
 def _case(name, node, inputs, outputs, opset=13):
@@ -66,6 +67,88 @@ def _conv_transpose_ref(x, w, group, strides, pads, output_padding):
                     x[:, ci, i, j][:, None, None, None] * w[ci]
     return full[:, :, pads[0]:fh - pads[2], pads[1]:fw - pads[3]].astype(
         np.float32)
+
+
+def _typed_cases(rng):
+    """Integer and bool tensors: Cast between types (float to integer
+    truncates toward zero), integer arithmetic with ONNX semantics (Div
+    truncates toward zero, narrow types wrap), comparisons and reductions."""
+    out = []
+    f = np.array([[-2.75, -1.5, -0.5, 0.0, 0.25, 1.5, 2.99, 100.0],
+                  [7.5, -7.5, 3.0, -3.0, 0.75, -0.75, 126.9, -127.9]],
+                 np.float32)
+    ints = np.array([[-300, -129, -128, -1, 0, 1, 127, 200],
+                     [255, 256, 1000, -1000, 42, -42, 7, 70000]], np.int64)
+    casts = [
+        ("float_to_int32", f, np.int32, TensorProto.INT32),
+        ("float_to_int64", f, np.int64, TensorProto.INT64),
+        ("float_to_int8", f, np.int8, TensorProto.INT8),
+        ("float_to_bool", f, np.bool_, TensorProto.BOOL),
+        ("bool_to_float", f > 0.3, np.float32, TensorProto.FLOAT),
+        ("bool_to_int32", f > 0.3, np.int32, TensorProto.INT32),
+        ("int64_to_float", ints, np.float32, TensorProto.FLOAT),
+        ("int64_to_int32", ints, np.int32, TensorProto.INT32),
+        ("int64_to_int8", ints, np.int8, TensorProto.INT8),
+        ("int64_to_uint8", ints, np.uint8, TensorProto.UINT8),
+        ("int64_to_bool", ints, np.bool_, TensorProto.BOOL),
+        ("uint8_to_float", ints.astype(np.uint8), np.float32,
+         TensorProto.FLOAT),
+        ("int8_to_int64", ints.astype(np.int8), np.int64, TensorProto.INT64),
+    ]
+    for name, x, np_type, to in casts:
+        node = helper.make_node("Cast", ["x"], ["y"], to=to)
+        out.append(("Cast", _case("osprey_cast_" + name, node, [x],
+                                  [x.astype(np_type)])))
+
+    a = rng.randint(-50, 50, size=(3, 4)).astype(np.int32)
+    b = np.array([3, -4, 7, -1], np.int32)
+    for op, ref in (("Add", a + b), ("Sub", a - b), ("Mul", a * b),
+                    ("Div", (np.trunc(a / b)).astype(np.int32))):
+        node = helper.make_node(op, ["a", "b"], ["y"])
+        out.append((op, _case("osprey_%s_int32_bcast" % op.lower(), node,
+                              [a, b], [ref.astype(np.int32)])))
+    a8 = np.array([100, -100, 127, -128, 5, 64], np.int8)
+    b8 = np.array([100, -100, 1, -1, 30, 2], np.int8)
+    with np.errstate(over="ignore"):
+        for op, ref in (("Add", a8 + b8), ("Mul", a8 * b8)):
+            node = helper.make_node(op, ["a", "b"], ["y"])
+            out.append((op, _case("osprey_%s_int8_wraps" % op.lower(), node,
+                                  [a8, b8], [ref])))
+    a64 = rng.randint(-2**40, 2**40, size=(2, 5)).astype(np.int64)
+    b64 = a64.copy()
+    b64[0, 1] += 1
+    b64[1, 3] -= 1
+    for op, ref in (("Less", a64 < b64), ("Greater", a64 > b64),
+                    ("Equal", a64 == b64)):
+        node = helper.make_node(op, ["a", "b"], ["y"])
+        out.append((op, _case("osprey_%s_int64" % op.lower(), node,
+                              [a64, b64], [ref])))
+    p = rng.rand(2, 6) > 0.5
+    q = rng.rand(6) > 0.5
+    node = helper.make_node("Equal", ["a", "b"], ["y"])
+    out.append(("Equal", _case("osprey_equal_bool_bcast", node, [p, q],
+                               [p == q])))
+    for op, ref in (("Abs", np.abs(a)), ("Neg", -a)):
+        node = helper.make_node(op, ["x"], ["y"])
+        out.append((op, _case("osprey_%s_int32" % op.lower(), node, [a],
+                              [ref])))
+    m1 = rng.rand(2, 3) > 0.5
+    m2 = rng.rand(2, 2) > 0.5
+    node = helper.make_node("Concat", ["a", "b"], ["y"], axis=1)
+    out.append(("Concat", _case("osprey_concat_bool", node, [m1, m2],
+                                [np.concatenate([m1, m2], axis=1)])))
+    lo, hi = np.array(-20, np.int32), np.array(30, np.int32)
+    node = helper.make_node("Clip", ["x", "lo", "hi"], ["y"])
+    out.append(("Clip", _case("osprey_clip_int32", node, [a, lo, hi],
+                              [np.clip(a, lo, hi)])))
+    axes = np.array([1], np.int64)
+    node = helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=0)
+    out.append(("ReduceSum", _case("osprey_reducesum_int64", node,
+                                   [a64, axes], [a64.sum(axis=1)])))
+    node = helper.make_node("ReduceMax", ["x"], ["y"], axes=[0], keepdims=1)
+    out.append(("ReduceMax", _case("osprey_reducemax_int32", node, [a],
+                                   [a.max(axis=0, keepdims=True)])))
+    return out
 
 
 def cases():
@@ -153,6 +236,8 @@ def cases():
                      [data, idx], [np.zeros((3, 2), np.float32)])
         case.expect_reject = "index %d is out of range for an axis of 4" % bad
         out.append(("Gather", case))
+
+    out.extend(_typed_cases(rng))
 
     from onnx.backend.test.case.node import resize as resize_gen
     x = rng.randn(1, 2, 4, 5).astype(np.float32)

@@ -11,8 +11,13 @@ Osprey compiles static-shape modules, so inputs that ONNX passes at run time
 but that are compile-time parameters in practice (shapes, axes, pads, indices,
 scales, clip bounds, normalization statistics, Where's condition) are moved
 into the graph as initializers; the data inputs stay run-time inputs.
+Gather's indices and Where's condition are also data in real models (token
+ids, masks): their cases are materialized a second time with those inputs left
+at run time, named "osprey_runtime_<case>".
 Cases for attribute combinations the ONNX generators leave out come from
 extra_cases.py (names starting with "osprey_").
+A case runs unless a tensor of the model has an element type Osprey does not
+compile (float16, bfloat16, strings); those must be rejected cleanly.
 """
 
 import argparse
@@ -66,6 +71,17 @@ CONST_INPUTS = {
     "Resize": {1, 2, 3}, "ReduceSum": {1}, "ReduceMean": {1},
     "ReduceMax": {1}, "Clip": {1, 2}, "BatchNormalization": {1, 2, 3, 4},
     "Where": {0},
+}
+
+# Operator -> node input positions that stay run-time inputs in the
+# "osprey_runtime_" variant of each case.
+RUNTIME_VARIANTS = {"Gather": {1}, "Where": {0}}
+
+# ONNX element types Osprey does not compile.
+UNSUPPORTED_TYPES = {
+    onnx.TensorProto.FLOAT16: "float16", onnx.TensorProto.BFLOAT16: "bfloat16",
+    onnx.TensorProto.STRING: "string", onnx.TensorProto.COMPLEX64: "complex64",
+    onnx.TensorProto.COMPLEX128: "complex128",
 }
 
 # Operator -> family; the test runner has one entry per family.
@@ -125,8 +141,26 @@ def bump_opset(model, op):
                 model.ir_version = 6
 
 
-def materialize(op, case, out_dir):
-    """Writes one case; returns its manifest entry."""
+def unsupported_types(model):
+    """Names of the element types of `model`'s tensors Osprey rejects."""
+    graph = model.graph
+    types = [v.type.tensor_type.elem_type
+             for v in list(graph.input) + list(graph.output) +
+             list(graph.value_info)]
+    types += [t.data_type for t in graph.initializer]
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.name == "to":
+                types.append(attr.i)
+            if attr.HasField("t"):
+                types.append(attr.t.data_type)
+    return sorted({UNSUPPORTED_TYPES[t] for t in types
+                   if t in UNSUPPORTED_TYPES})
+
+
+def materialize(op, case, out_dir, runtime_inputs=()):
+    """Writes one case; returns its manifest entry. Inputs at positions
+    `runtime_inputs` of the node stay run-time inputs."""
     entry = {"op": op, "family": family_of(op), "name": case.name}
     model = onnx.ModelProto()
     model.CopyFrom(case.model)
@@ -151,6 +185,8 @@ def materialize(op, case, out_dir):
     if len(graph.node) == 1:
         node = graph.node[0]
         for pos in CONST_INPUTS.get(op, ()):
+            if pos in runtime_inputs:
+                continue
             if pos < len(node.input) and node.input[pos]:
                 const_names.add(node.input[pos])
     run_inputs = []
@@ -171,13 +207,13 @@ def materialize(op, case, out_dir):
         np.save(os.path.join(case_dir, "input_%d.npy" % i), arr)
     for i, arr in enumerate(outputs):
         np.save(os.path.join(case_dir, "output_%d.npy" % i), arr)
-    dtypes = sorted({str(a.dtype) for a in list(run_inputs) + list(outputs)})
+    unsupported = unsupported_types(model)
     if getattr(case, "expect_reject", None):
         entry["kind"] = "reject"
         entry["reason"] = case.expect_reject
-    elif dtypes != ["float32"]:
+    elif unsupported:
         entry["kind"] = "unsupported"
-        entry["reason"] = "element types " + ",".join(dtypes)
+        entry["reason"] = "element types " + ",".join(unsupported)
     else:
         entry["kind"] = "run"
     entry["inputs"] = len(run_inputs)
@@ -208,6 +244,11 @@ def main():
                 case = dataclasses.replace(case, name="%s_%d" % (base, i))
             seen.add(case.name)
             manifest.append(materialize(op, case, args.out))
+            if op in RUNTIME_VARIANTS and len(case.model.graph.node) == 1:
+                variant = dataclasses.replace(
+                    case, name="osprey_runtime_" + case.name)
+                manifest.append(materialize(op, variant, args.out,
+                                            RUNTIME_VARIANTS[op]))
     import extra_cases
     for op, case in extra_cases.cases():
         manifest.append(materialize(op, case, args.out))

@@ -2,6 +2,7 @@
 #include "compiler/targets/llvm_cpu/dispatch_codegen.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 
@@ -10,10 +11,12 @@
 #include "compiler/targets/llvm_cpu/packed_gemm.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/MDBuilder.h"
 
 namespace osprey::compiler::llvm_cpu {
 
 using dispatch::DispatchProgram;
+using graph::ElementType;
 using dispatch::DispatchRegion;
 using structured::AffineExpr;
 using structured::OperandAccess;
@@ -42,6 +45,28 @@ namespace {
 
 // Field indices in osprey_dispatch_state_v1_t / osprey_workgroup_state_v1_t.
 constexpr unsigned kBindingPtrsField = 10;
+
+// Dispatch function results for data-dependent failures, the values of
+// OSPREY_DISPATCH_INDEX_OUT_OF_RANGE and OSPREY_DISPATCH_DIVISION_BY_ZERO in
+// executable_library.h; the runtime reports them naming the export (the
+// region).
+constexpr int32_t kIndexOutOfRange = 1;
+constexpr int32_t kDivisionByZero = 2;
+
+bool isSignedInt(ElementType t) {
+  return t == ElementType::I8 || t == ElementType::I16 ||
+         t == ElementType::I32 || t == ElementType::I64;
+}
+
+bool isFloat(ElementType t) {
+  return t == ElementType::F32 || t == ElementType::F64;
+}
+
+// Element types dispatch code loads, stores and computes with (half floats
+// need runtime support the bare-metal targets lack).
+bool isCodegenType(ElementType t) {
+  return t != ElementType::F16 && t != ElementType::BF16;
+}
 
 class RegionEmitter {
 public:
@@ -80,7 +105,7 @@ public:
       }
     }
     if (root.hasReduction()) {
-      acc_ = b_.CreateAlloca(b_.getFloatTy(), nullptr, "acc");
+      acc_ = b_.CreateAlloca(accType(), nullptr, "acc");
     }
     // Tile origin of this workgroup per root loop.
     size_t n = root.bounds.size();
@@ -126,7 +151,7 @@ public:
     COMPILER_ASSIGN_OR_RETURN(bool packed,
                               emitPackedGemm(p_, r_, b_, fn_, lo, hi, hooks));
     if (packed) {
-      b_.CreateRet(b_.getInt32(0));
+      b_.CreateRet(resultCode());
       return fn_;
     }
     std::vector<unsigned> parallel, reduction;
@@ -152,7 +177,7 @@ public:
         blockSize *= r_.tileSizes[d];
       }
       accBlock_ = b_.CreateAlloca(
-          llvm::ArrayType::get(b_.getFloatTy(), blockSize), nullptr,
+          llvm::ArrayType::get(accType(), blockSize), nullptr,
           "acc_block");
       std::vector<unsigned> outer;
       for (unsigned d : parallel) {
@@ -173,7 +198,7 @@ public:
       });
     }
     COMPILER_RETURN_IF_ERROR(status);
-    b_.CreateRet(b_.getInt32(0));
+    b_.CreateRet(resultCode());
     return fn_;
   }
 
@@ -182,6 +207,12 @@ private:
   llvm::Value *idx(int64_t v) { return llvm::ConstantInt::get(idxTy_, v); }
   llvm::Value *f32(double v) {
     return llvm::ConstantFP::get(b_.getFloatTy(), v);
+  }
+  // The root's accumulator type (its output's element type; not bool, see
+  // check()) and start value.
+  llvm::Type *accType() { return valueType(elementTypeOf(op(0).output.tensor)); }
+  llvm::Value *accInit() {
+    return typedConstant(*op(0).init, elementTypeOf(op(0).output.tensor));
   }
 
   absl::Status unimplemented(const StructuredOp &o, const std::string &what) {
@@ -197,11 +228,33 @@ private:
       for (const OperandAccess &in : o.inputs) {
         tensors.push_back(in.tensor);
       }
+      bool allF32 = true;
       for (unsigned t : tensors) {
-        graph::ElementType et = p_.program.tensors[t].type.elementType();
-        if (et != graph::ElementType::F32) {
+        ElementType et = elementTypeOf(t);
+        if (!isCodegenType(et)) {
           return unimplemented(o, "element type " +
                                       graph::elementTypeName(et).str());
+        }
+        allF32 &= et == ElementType::F32;
+      }
+      if (i == 0 && o.hasReduction() && !allF32) {
+        structured::OpClass c = o.classify();
+        if (c == structured::OpClass::Contraction ||
+            c == structured::OpClass::Convolution) {
+          return unimplemented(o, "a matrix product or convolution on "
+                                  "non-f32 tensors");
+        }
+        if (elementTypeOf(o.output.tensor) == ElementType::Bool) {
+          return unimplemented(o, "a reduction to bool");
+        }
+      }
+      for (unsigned t : tensors) {
+        // constantGlobal() embeds a constant as an array of 4-byte words.
+        const structured::TensorInfo &info = p_.program.tensors[t];
+        if (info.constant && info.constant->size() % 4 != 0) {
+          return unimplemented(o, "the constant '" + info.name + "' of " +
+                                      std::to_string(info.constant->size()) +
+                                      " bytes (not a multiple of 4)");
         }
       }
       int64_t rootRank = p_.program.tensors[op(0).output.tensor].type.rank();
@@ -362,7 +415,7 @@ private:
       rec(0, idx(0));
     };
     forBlock([&](llvm::Value *slot) {
-      b_.CreateStore(f32(*root.init), slot);
+      b_.CreateStore(accInit(), slot);
     });
     absl::Status status = absl::OkStatus();
     // The loop vectorizer would vectorize a convolution's reduction loops
@@ -377,7 +430,7 @@ private:
         if (!status.ok()) {
           return;
         }
-        auto v = evalBody(root, ivs, b_.CreateLoad(b_.getFloatTy(), slot));
+        auto v = evalBody(root, ivs, b_.CreateLoad(accType(), slot));
         if (!v.ok()) {
           status = v.status();
           return;
@@ -388,7 +441,7 @@ private:
     COMPILER_RETURN_IF_ERROR(status);
     forBlock([&](llvm::Value *slot) {
       if (status.ok()) {
-        status = finishElement(b_.CreateLoad(b_.getFloatTy(), slot), ivs);
+        status = finishElement(b_.CreateLoad(accType(), slot), ivs);
       }
     });
     return status;
@@ -421,20 +474,28 @@ private:
       linear = b_.CreateAdd(linear, term, "", false, true);
       stride *= dims[k];
     }
-    return b_.CreateInBoundsGEP(b_.getFloatTy(), bindings_.at(tensor), linear);
+    return b_.CreateInBoundsGEP(storageType(elementTypeOf(tensor)),
+                                bindings_.at(tensor), linear);
   }
 
+  // Reads |in| at loop indices |ivs|; an indirect read takes
+  // |indirectIndex| (in range, see checkedIndex()) along its indirect
+  // dimension. Bool elements load as i1.
   llvm::Value *loadOperand(const OperandAccess &in,
-                           llvm::ArrayRef<llvm::Value *> ivs) {
+                           llvm::ArrayRef<llvm::Value *> ivs,
+                           llvm::Value *indirectIndex = nullptr) {
     auto internal = internal_.find(in.tensor);
     if (internal != internal_.end()) {
       return internal->second; // identity read, checked at region formation
     }
     llvm::ArrayRef<int64_t> dims = p_.program.tensors[in.tensor].type.dims();
+    ElementType et = elementTypeOf(in.tensor);
     std::vector<llvm::Value *> indices;
     llvm::Value *inBounds = nullptr;
     for (size_t k = 0; k < in.map.results.size(); ++k) {
-      llvm::Value *i = evalExpr(in.map.results[k], ivs);
+      llvm::Value *i = in.indirect && in.indirect->dim == k
+                           ? indirectIndex
+                           : evalExpr(in.map.results[k], ivs);
       if (in.padValue) {
         // One unsigned compare covers both i < 0 and i >= dim.
         llvm::Value *ok = b_.CreateICmpULT(i, idx(dims[k]));
@@ -447,11 +508,235 @@ private:
         i = b_.CreateSelect(inBounds, i, idx(0));
       }
     }
-    llvm::Value *v = b_.CreateLoad(b_.getFloatTy(), address(in.tensor, indices));
+    llvm::Value *v =
+        b_.CreateLoad(storageType(et), address(in.tensor, indices));
+    if (et == ElementType::Bool) {
+      v = b_.CreateICmpNE(v, b_.getInt8(0));
+    }
     if (inBounds) {
-      v = b_.CreateSelect(inBounds, v, f32(*in.padValue));
+      v = b_.CreateSelect(inBounds, v, typedConstant(*in.padValue, et));
     }
     return v;
+  }
+
+  // Value of input |index| of |o| at |ivs|. An indirect read first reads its
+  // index operand and checks it.
+  llvm::Value *loadInput(const StructuredOp &o, unsigned index,
+                         llvm::ArrayRef<llvm::Value *> ivs) {
+    const OperandAccess &in = o.inputs[index];
+    if (!in.indirect) {
+      return loadOperand(in, ivs);
+    }
+    llvm::Value *raw = loadOperand(o.inputs[in.indirect->operand], ivs);
+    int64_t extent =
+        p_.program.tensors[in.tensor].type.dim(in.indirect->dim);
+    return loadOperand(in, ivs, checkedIndex(raw, extent));
+  }
+
+  // |raw| (an i32 or i64 index into a dimension of |extent|) with negative
+  // values counted from the end. A value outside [-extent, extent) reads
+  // index 0 instead and makes the dispatch function return
+  // kIndexOutOfRange. Branch-free, so loops keep vectorizing and an index
+  // that is invariant in inner loops is checked once outside them.
+  llvm::Value *checkedIndex(llvm::Value *raw, int64_t extent) {
+    // Checked in 64 bits: truncating first to a 32-bit index type could wrap
+    // an out-of-range i64 into range.
+    llvm::Value *i = b_.CreateSExt(raw, b_.getInt64Ty());
+    llvm::Value *n = b_.getInt64(extent);
+    i = b_.CreateSelect(b_.CreateICmpSLT(i, b_.getInt64(0)), b_.CreateAdd(i, n),
+                        i);
+    llvm::Value *ok = b_.CreateICmpULT(i, n);
+    if (extent == 0) {
+      // Nothing to read: fail before computing any address.
+      failUnless(ok, kIndexOutOfRange, "index_ok");
+    } else {
+      noteFailure(ok, kIndexOutOfRange);
+    }
+    return b_.CreateTrunc(b_.CreateSelect(ok, i, b_.getInt64(0)), idxTy_);
+  }
+
+  // Records |code| as the dispatch function's result when |ok| is false; the
+  // function keeps running (reads stay in bounds) and returns it at the end.
+  void noteFailure(llvm::Value *ok, int32_t code) {
+    if (!failCode_) {
+      llvm::BasicBlock &entry = fn_->getEntryBlock();
+      llvm::IRBuilder<> eb(&entry, entry.begin());
+      failCode_ = eb.CreateAlloca(b_.getInt32Ty(), nullptr, "fail_code");
+      eb.CreateStore(eb.getInt32(0), failCode_);
+    }
+    llvm::Value *old = b_.CreateLoad(b_.getInt32Ty(), failCode_);
+    b_.CreateStore(b_.CreateSelect(ok, old, b_.getInt32(code)), failCode_);
+  }
+
+  // The dispatch function's result: 0, or the last failure noted.
+  llvm::Value *resultCode() {
+    if (!failCode_) {
+      return b_.getInt32(0);
+    }
+    return b_.CreateLoad(b_.getInt32Ty(), failCode_);
+  }
+
+  // Continues in a new block when |ok|, else returns |code| from the
+  // dispatch function.
+  void failUnless(llvm::Value *ok, int32_t code, const llvm::Twine &name) {
+    llvm::BasicBlock *&fail = failBlocks_[code];
+    if (!fail) {
+      fail = llvm::BasicBlock::Create(ctx_, "fail", fn_);
+      llvm::IRBuilder<> fb(fail);
+      fb.CreateRet(fb.getInt32(code));
+    }
+    llvm::BasicBlock *next = llvm::BasicBlock::Create(ctx_, name, fn_);
+    b_.CreateCondBr(ok, next, fail,
+                    llvm::MDBuilder(ctx_).createLikelyBranchWeights());
+    b_.SetInsertPoint(next);
+  }
+
+  //===--------------------------------------------------------------------===//
+  // Element types
+  //===--------------------------------------------------------------------===//
+
+  ElementType elementTypeOf(unsigned tensor) const {
+    return p_.program.tensors[tensor].type.elementType();
+  }
+
+  // LLVM type of an element in registers (bool is i1) and in memory (bool is
+  // one byte, 0 or 1).
+  llvm::Type *valueType(ElementType t) {
+    switch (t) {
+    case ElementType::F32: return b_.getFloatTy();
+    case ElementType::F64: return b_.getDoubleTy();
+    case ElementType::Bool: return b_.getInt1Ty();
+    default: return b_.getIntNTy(8 * graph::elementByteSize(t));
+    }
+  }
+  llvm::Type *storageType(ElementType t) {
+    return t == ElementType::Bool ? b_.getInt8Ty() : valueType(t);
+  }
+
+  // |v| as a constant of type |t|: integers truncate toward zero and
+  // saturate (NaN is 0), bool is v != 0.
+  llvm::Constant *typedConstant(double v, ElementType t) {
+    if (isFloat(t)) {
+      return llvm::ConstantFP::get(valueType(t), v);
+    }
+    if (t == ElementType::Bool) {
+      return b_.getInt1(v != 0);
+    }
+    unsigned bits = 8 * graph::elementByteSize(t);
+    llvm::Type *ty = valueType(t);
+    v = std::isnan(v) ? 0 : std::trunc(v);
+    if (isSignedInt(t)) {
+      double limit = std::ldexp(1.0, bits - 1);
+      if (v <= -limit) {
+        return llvm::ConstantInt::get(ty, llvm::APInt::getSignedMinValue(bits));
+      }
+      if (v >= limit) {
+        return llvm::ConstantInt::get(ty, llvm::APInt::getSignedMaxValue(bits));
+      }
+      return llvm::ConstantInt::getSigned(ty, int64_t(v));
+    }
+    if (v <= 0) {
+      return llvm::ConstantInt::get(ty, 0);
+    }
+    if (v >= std::ldexp(1.0, bits)) {
+      return llvm::ConstantInt::get(ty, llvm::APInt::getMaxValue(bits));
+    }
+    return llvm::ConstantInt::get(ty, uint64_t(v));
+  }
+
+  // ONNX Cast of |v| from |from| to |to|: float to integer truncates toward
+  // zero (saturating, so out-of-range values are defined), integers wrap or
+  // extend by the source's signedness, anything to bool is v != 0.
+  llvm::Value *castValue(llvm::Value *v, ElementType from, ElementType to) {
+    if (from == to) {
+      return v;
+    }
+    llvm::Type *dst = valueType(to);
+    if (to == ElementType::Bool) {
+      return isFloat(from)
+                 ? b_.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0))
+                 : b_.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+    }
+    if (isFloat(from) && isFloat(to)) {
+      return b_.CreateFPCast(v, dst);
+    }
+    if (isFloat(from)) {
+      return b_.CreateIntrinsic(isSignedInt(to) ? llvm::Intrinsic::fptosi_sat
+                                                : llvm::Intrinsic::fptoui_sat,
+                                {dst, v->getType()}, {v});
+    }
+    if (isFloat(to)) {
+      return isSignedInt(from) ? b_.CreateSIToFP(v, dst)
+                               : b_.CreateUIToFP(v, dst);
+    }
+    return b_.CreateIntCast(v, dst, isSignedInt(from));
+  }
+
+  // Integer a / b truncating toward zero; INT_MIN / -1 wraps, and a zero
+  // divisor makes the dispatch function return kDivisionByZero (dividing by
+  // 1 instead, so no undefined division is executed).
+  llvm::Value *intDivide(llvm::Value *a, llvm::Value *b, bool isSigned) {
+    llvm::Type *ty = a->getType();
+    llvm::Value *zero = llvm::ConstantInt::get(ty, 0);
+    llvm::Value *one = llvm::ConstantInt::get(ty, 1);
+    llvm::Value *nonZero = b_.CreateICmpNE(b, zero);
+    noteFailure(nonZero, kDivisionByZero);
+    b = b_.CreateSelect(nonZero, b, one);
+    if (!isSigned) {
+      return b_.CreateUDiv(a, b);
+    }
+    llvm::Value *minusOne = b_.CreateICmpEQ(b, llvm::Constant::getAllOnesValue(ty));
+    llvm::Value *q = b_.CreateSDiv(a, b_.CreateSelect(minusOne, one, b));
+    return b_.CreateSelect(minusOne, b_.CreateSub(zero, a), q);
+  }
+
+  // base^e for an integer exponent |e| by repeated squaring (|base| integer
+  // or float of type |t|). A negative exponent gives 1 / base^-e: for
+  // integers that truncates to 0 unless |base| is 1.
+  llvm::Value *intPower(llvm::Value *base, llvm::Value *e, ElementType t) {
+    bool fp = isFloat(t);
+    llvm::Type *ty = base->getType();
+    llvm::Type *ety = e->getType();
+    llvm::Value *zeroE = llvm::ConstantInt::get(ety, 0);
+    llvm::Value *negative = b_.CreateICmpSLT(e, zeroE);
+    llvm::Value *magnitude =
+        b_.CreateSelect(negative, b_.CreateSub(zeroE, e), e);
+    llvm::Value *one = fp ? llvm::ConstantFP::get(ty, 1.0)
+                          : llvm::ConstantInt::get(ty, 1);
+    llvm::BasicBlock *pre = b_.GetInsertBlock();
+    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "pow", fn_);
+    llvm::BasicBlock *body = llvm::BasicBlock::Create(ctx_, "pow_step", fn_);
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "pow_done", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode *acc = b_.CreatePHI(ty, 2);
+    llvm::PHINode *x = b_.CreatePHI(ty, 2);
+    llvm::PHINode *n = b_.CreatePHI(ety, 2);
+    acc->addIncoming(one, pre);
+    x->addIncoming(base, pre);
+    n->addIncoming(magnitude, pre);
+    b_.CreateCondBr(b_.CreateICmpNE(n, zeroE), body, exit);
+    b_.SetInsertPoint(body);
+    auto mul = [&](llvm::Value *l, llvm::Value *r) {
+      return fp ? b_.CreateFMul(l, r) : b_.CreateMul(l, r);
+    };
+    llvm::Value *odd = b_.CreateTrunc(n, b_.getInt1Ty());
+    acc->addIncoming(b_.CreateSelect(odd, mul(acc, x), acc), body);
+    x->addIncoming(mul(x, x), body);
+    n->addIncoming(b_.CreateLShr(n, llvm::ConstantInt::get(ety, 1)), body);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+    llvm::Value *r = acc;
+    if (fp) {
+      return b_.CreateSelect(negative, b_.CreateFDiv(one, r), r);
+    }
+    // 1 / r truncated: r for r = +-1, else 0.
+    llvm::Value *unit = b_.CreateOr(
+        b_.CreateICmpEQ(r, one),
+        b_.CreateICmpEQ(r, llvm::Constant::getAllOnesValue(ty)));
+    llvm::Value *inverse =
+        b_.CreateSelect(unit, r, llvm::ConstantInt::get(ty, 0));
+    return b_.CreateSelect(negative, inverse, r);
   }
 
   // Arithmetic in op bodies may be reassociated and contracted into FMAs
@@ -464,23 +749,71 @@ private:
     return v;
   }
 
+  // Emits |o|'s body at |ivs| (|acc|: a reduction's accumulator). Values
+  // carry their element type; the result has the type of |o|'s output.
   absl::StatusOr<llvm::Value *> evalBody(const StructuredOp &o,
                                          llvm::ArrayRef<llvm::Value *> ivs,
                                          llvm::Value *acc) {
     const auto &nodes = o.body.nodes();
+    ElementType outType = elementTypeOf(o.output.tensor);
     std::vector<llvm::Value *> v(nodes.size(), nullptr);
+    std::vector<ElementType> ty(nodes.size(), ElementType::F32);
     std::map<unsigned, llvm::Value *> loaded;
+    auto typeName = [](ElementType t) { return graph::elementTypeName(t).str(); };
     for (unsigned i = 0; i < nodes.size(); ++i) {
       const structured::ScalarNode &n = nodes[i];
-      auto a = [&](unsigned k) { return v[n.operands[k]]; };
+      // A constant operand takes the type of the values it combines with (a
+      // select's condition is bool), f32 when there are none.
+      std::optional<ElementType> peer;
+      for (size_t k = n.kind == ScalarKind::Select ? 1 : 0;
+           k < n.operands.size() && !peer; ++k) {
+        if (nodes[n.operands[k]].kind != ScalarKind::Const) {
+          peer = ty[n.operands[k]];
+        }
+      }
+      std::vector<llvm::Value *> args;
+      std::vector<ElementType> argTy;
+      for (size_t k = 0; k < n.operands.size(); ++k) {
+        unsigned m = n.operands[k];
+        if (nodes[m].kind != ScalarKind::Const) {
+          args.push_back(v[m]);
+          argTy.push_back(ty[m]);
+          continue;
+        }
+        ElementType t = n.kind == ScalarKind::Select && k == 0
+                            ? ElementType::Bool
+                            : peer.value_or(ElementType::F32);
+        double c = nodes[m].value;
+        if (!isFloat(t) && c != std::trunc(c)) {
+          return unimplemented(o, "the non-integer constant " +
+                                      std::to_string(c) + " in " +
+                                      typeName(t) + " arithmetic");
+        }
+        args.push_back(typedConstant(c, t));
+        argTy.push_back(t);
+      }
+      auto a = [&](unsigned k) { return args[k]; };
+      ElementType t = argTy.empty() ? ElementType::F32 : argTy[0];
+      bool fp = isFloat(t);
+      bool f32Only = t == ElementType::F32;
+      bool signedInt = isSignedInt(t);
+      auto notFor = [&](const char *what) {
+        return unimplemented(o, std::string(what) + " on " + typeName(t));
+      };
+      if (n.operands.size() == 2 && n.kind != ScalarKind::Pow &&
+          argTy[0] != argTy[1]) {
+        return unimplemented(o, "an operation mixing " + typeName(argTy[0]) +
+                                    " and " + typeName(argTy[1]));
+      }
+      ty[i] = t;
       switch (n.kind) {
       case ScalarKind::Input: {
         auto it = loaded.find(n.index);
         if (it == loaded.end()) {
-          it = loaded.emplace(n.index, loadOperand(o.inputs[n.index], ivs))
-                   .first;
+          it = loaded.emplace(n.index, loadInput(o, n.index, ivs)).first;
         }
         v[i] = it->second;
+        ty[i] = elementTypeOf(o.inputs[n.index].tensor);
         break;
       }
       case ScalarKind::Output:
@@ -490,60 +823,179 @@ private:
               "': body reads the accumulator of an op without reductions");
         }
         v[i] = acc;
+        ty[i] = outType;
         break;
       case ScalarKind::Const: v[i] = f32(n.value); break;
-      case ScalarKind::Neg: v[i] = b_.CreateFNeg(a(0)); break;
+      case ScalarKind::Neg:
+        if (t == ElementType::Bool) {
+          return notFor("negation");
+        }
+        v[i] = fp ? b_.CreateFNeg(a(0))
+                  : b_.CreateSub(llvm::ConstantInt::get(a(0)->getType(), 0),
+                                 a(0));
+        break;
       case ScalarKind::Abs:
-        v[i] = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a(0));
+        if (t == ElementType::Bool) {
+          return notFor("abs");
+        }
+        v[i] = fp ? b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a(0))
+               : signedInt
+                   ? b_.CreateBinaryIntrinsic(llvm::Intrinsic::abs, a(0),
+                                              b_.getFalse())
+                   : a(0);
         break;
-      case ScalarKind::Exp: v[i] = emitExp(b_, a(0)); break;
-      case ScalarKind::Log: v[i] = emitLog(b_, a(0)); break;
+      case ScalarKind::Exp:
+      case ScalarKind::Log:
+      case ScalarKind::Tanh:
+      case ScalarKind::Erf:
+      case ScalarKind::Sigmoid:
+        if (!f32Only) {
+          return notFor("a transcendental function");
+        }
+        v[i] = n.kind == ScalarKind::Exp    ? emitExp(b_, a(0))
+               : n.kind == ScalarKind::Log  ? emitLog(b_, a(0))
+               : n.kind == ScalarKind::Tanh ? emitTanh(b_, a(0))
+               : n.kind == ScalarKind::Erf  ? emitErf(b_, a(0))
+                                            : emitSigmoid(b_, a(0));
+        break;
       case ScalarKind::Sqrt:
-        v[i] = b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a(0));
-        break;
       case ScalarKind::Rsqrt:
-        v[i] = b_.CreateFDiv(
-            f32(1.0), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a(0)));
+      case ScalarKind::Recip: {
+        if (!fp) {
+          return notFor("sqrt or reciprocal");
+        }
+        llvm::Value *x = a(0);
+        if (n.kind != ScalarKind::Recip) {
+          x = b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, x);
+        }
+        v[i] = n.kind == ScalarKind::Sqrt
+                   ? x
+                   : b_.CreateFDiv(llvm::ConstantFP::get(x->getType(), 1.0), x);
         break;
-      case ScalarKind::Tanh: v[i] = emitTanh(b_, a(0)); break;
-      case ScalarKind::Erf: v[i] = emitErf(b_, a(0)); break;
-      case ScalarKind::Sigmoid: v[i] = emitSigmoid(b_, a(0)); break;
-      case ScalarKind::Recip: v[i] = b_.CreateFDiv(f32(1.0), a(0)); break;
+      }
       case ScalarKind::Cast:
-        if (n.castTo != graph::ElementType::F32) {
-          return unimplemented(o, "cast to " +
-                                      graph::elementTypeName(n.castTo).str());
+        if (!isCodegenType(n.castTo)) {
+          return unimplemented(o, "cast to " + typeName(n.castTo));
         }
-        v[i] = a(0);
+        v[i] = castValue(a(0), t, n.castTo);
+        ty[i] = n.castTo;
         break;
-      case ScalarKind::Add: v[i] = arith(b_.CreateFAdd(a(0), a(1))); break;
-      case ScalarKind::Sub: v[i] = arith(b_.CreateFSub(a(0), a(1))); break;
-      case ScalarKind::Mul: v[i] = arith(b_.CreateFMul(a(0), a(1))); break;
-      case ScalarKind::Div: v[i] = b_.CreateFDiv(a(0), a(1)); break;
-      case ScalarKind::Max: v[i] = emitMax(b_, a(0), a(1)); break;
-      case ScalarKind::Min: v[i] = emitMin(b_, a(0), a(1)); break;
-      case ScalarKind::Pow: {
-        const structured::ScalarNode &e = nodes[n.operands[1]];
-        if (e.kind == ScalarKind::Const && e.value == 2.0) {
-          v[i] = b_.CreateFMul(a(0), a(0));
+      case ScalarKind::Add:
+      case ScalarKind::Sub:
+      case ScalarKind::Mul:
+        if (t == ElementType::Bool) {
+          return notFor("arithmetic");
+        }
+        if (fp) {
+          v[i] = arith(n.kind == ScalarKind::Add   ? b_.CreateFAdd(a(0), a(1))
+                       : n.kind == ScalarKind::Sub ? b_.CreateFSub(a(0), a(1))
+                                                   : b_.CreateFMul(a(0), a(1)));
         } else {
-          v[i] = emitExp(b_, b_.CreateFMul(a(1), emitLog(b_, a(0))));
+          // Integer arithmetic wraps (no nsw/nuw): overflow is defined.
+          v[i] = n.kind == ScalarKind::Add   ? b_.CreateAdd(a(0), a(1))
+                 : n.kind == ScalarKind::Sub ? b_.CreateSub(a(0), a(1))
+                                             : b_.CreateMul(a(0), a(1));
+        }
+        break;
+      case ScalarKind::Div:
+        if (t == ElementType::Bool) {
+          return notFor("division");
+        }
+        v[i] = fp ? b_.CreateFDiv(a(0), a(1))
+                  : intDivide(a(0), a(1), signedInt);
+        break;
+      case ScalarKind::Max:
+      case ScalarKind::Min: {
+        bool isMax = n.kind == ScalarKind::Max;
+        if (fp) {
+          v[i] = isMax ? emitMax(b_, a(0), a(1)) : emitMin(b_, a(0), a(1));
+        } else {
+          llvm::Intrinsic::ID id =
+              signedInt ? (isMax ? llvm::Intrinsic::smax : llvm::Intrinsic::smin)
+                        : (isMax ? llvm::Intrinsic::umax : llvm::Intrinsic::umin);
+          v[i] = b_.CreateBinaryIntrinsic(id, a(0), a(1));
         }
         break;
       }
-      case ScalarKind::CmpEq: v[i] = b_.CreateFCmpOEQ(a(0), a(1)); break;
-      case ScalarKind::CmpLt: v[i] = b_.CreateFCmpOLT(a(0), a(1)); break;
-      case ScalarKind::CmpGt: v[i] = b_.CreateFCmpOGT(a(0), a(1)); break;
+      case ScalarKind::Pow: {
+        COMPILER_ASSIGN_OR_RETURN(v[i], emitPow(o, nodes[n.operands[1]],
+                                                a(0), argTy[0], a(1), argTy[1]));
+        break;
+      }
+      case ScalarKind::CmpEq:
+      case ScalarKind::CmpLt:
+      case ScalarKind::CmpGt: {
+        ty[i] = ElementType::Bool;
+        if (fp) {
+          v[i] = n.kind == ScalarKind::CmpEq   ? b_.CreateFCmpOEQ(a(0), a(1))
+                 : n.kind == ScalarKind::CmpLt ? b_.CreateFCmpOLT(a(0), a(1))
+                                               : b_.CreateFCmpOGT(a(0), a(1));
+          break;
+        }
+        llvm::CmpInst::Predicate pred =
+            n.kind == ScalarKind::CmpEq ? llvm::CmpInst::ICMP_EQ
+            : n.kind == ScalarKind::CmpLt
+                ? (signedInt ? llvm::CmpInst::ICMP_SLT : llvm::CmpInst::ICMP_ULT)
+                : (signedInt ? llvm::CmpInst::ICMP_SGT
+                             : llvm::CmpInst::ICMP_UGT);
+        v[i] = b_.CreateICmp(pred, a(0), a(1));
+        break;
+      }
       case ScalarKind::Select:
-        v[i] = b_.CreateSelect(a(0), a(1), a(2));
+        if (argTy[1] != argTy[2]) {
+          return unimplemented(o, "a select between " + typeName(argTy[1]) +
+                                      " and " + typeName(argTy[2]));
+        }
+        v[i] = b_.CreateSelect(castValue(a(0), argTy[0], ElementType::Bool),
+                               a(1), a(2));
+        ty[i] = argTy[1];
         break;
       }
     }
-    llvm::Value *result = v[o.body.result()];
-    if (!result->getType()->isFloatTy()) {
-      return unimplemented(o, "a body yielding a non-f32 value");
+    unsigned r = o.body.result();
+    if (nodes[r].kind == ScalarKind::Const) {
+      return typedConstant(nodes[r].value, outType);
     }
-    return result;
+    if (ty[r] != outType) {
+      return unimplemented(o, "a body yielding " + typeName(ty[r]) +
+                                  " into a " + typeName(outType) + " result");
+    }
+    return v[r];
+  }
+
+  // ONNX Pow. f32 ** f32 is exp(e * log(b)) (b * b for a constant 2);
+  // an integer exponent multiplies by repeated squaring; an integer base with
+  // an f32 exponent squares for integral exponents and truncates the f32
+  // power otherwise.
+  absl::StatusOr<llvm::Value *> emitPow(const StructuredOp &o,
+                                        const structured::ScalarNode &expNode,
+                                        llvm::Value *base, ElementType baseTy,
+                                        llvm::Value *e, ElementType expTy) {
+    if (baseTy == ElementType::F32 && expTy == ElementType::F32) {
+      if (expNode.kind == ScalarKind::Const && expNode.value == 2.0) {
+        return b_.CreateFMul(base, base);
+      }
+      return emitExp(b_, b_.CreateFMul(e, emitLog(b_, base)));
+    }
+    bool baseOk = isFloat(baseTy) || isSignedInt(baseTy) ||
+                  graph::isIntegerType(baseTy);
+    if (baseOk && graph::isIntegerType(expTy)) {
+      return intPower(base,
+                      b_.CreateIntCast(e, b_.getInt64Ty(), isSignedInt(expTy)),
+                      baseTy);
+    }
+    if (graph::isIntegerType(baseTy) && expTy == ElementType::F32) {
+      llvm::Value *ei = castValue(e, ElementType::F32, ElementType::I64);
+      llvm::Value *integral =
+          b_.CreateFCmpOEQ(castValue(ei, ElementType::I64, ElementType::F32), e);
+      llvm::Value *exact = intPower(base, ei, baseTy);
+      llvm::Value *fb = castValue(base, baseTy, ElementType::F32);
+      llvm::Value *fpow = emitExp(b_, b_.CreateFMul(e, emitLog(b_, fb)));
+      return b_.CreateSelect(integral, exact,
+                             castValue(fpow, ElementType::F32, baseTy));
+    }
+    return unimplemented(o, "Pow of " + graph::elementTypeName(baseTy).str() +
+                                " by " + graph::elementTypeName(expTy).str());
   }
 
   // One element of the root's parallel space: reduce, apply the fused ops,
@@ -556,10 +1008,10 @@ private:
     internal_.clear();
     llvm::Value *value;
     if (root.hasReduction()) {
-      b_.CreateStore(f32(*root.init), acc_);
+      b_.CreateStore(accInit(), acc_);
       absl::Status status = absl::OkStatus();
       nest(reduction, 0, lo, hi, ivs, [&] {
-        auto v = evalBody(root, ivs, b_.CreateLoad(b_.getFloatTy(), acc_));
+        auto v = evalBody(root, ivs, b_.CreateLoad(accType(), acc_));
         if (!v.ok()) {
           status = v.status();
           return;
@@ -567,7 +1019,7 @@ private:
         b_.CreateStore(*v, acc_);
       });
       COMPILER_RETURN_IF_ERROR(status);
-      value = b_.CreateLoad(b_.getFloatTy(), acc_);
+      value = b_.CreateLoad(accType(), acc_);
     } else {
       COMPILER_ASSIGN_OR_RETURN(value, evalBody(root, ivs, nullptr));
     }
@@ -596,6 +1048,9 @@ private:
       }
       outIdx = std::move(next);
     }
+    if (elementTypeOf(last->output.tensor) == ElementType::Bool) {
+      value = b_.CreateZExt(value, b_.getInt8Ty());
+    }
     b_.CreateStore(value, address(last->output.tensor, outIdx));
     return absl::OkStatus();
   }
@@ -614,6 +1069,10 @@ private:
   bool scalarLoops_ = false;
   std::map<unsigned, llvm::Value *> bindings_;
   std::map<unsigned, llvm::Value *> internal_;
+  // Blocks returning a failure code, by code.
+  std::map<int32_t, llvm::BasicBlock *> failBlocks_;
+  // Failure code noted by data-dependent checks (see noteFailure()).
+  llvm::AllocaInst *failCode_ = nullptr;
 };
 
 } // namespace

@@ -507,15 +507,32 @@ graph @emb(%x: tensor<2x8xf32>, %w: tensor<8x3xf32>) {
   }
 }
 
-TEST(LlvmCpuTest, NonFloatElementTypesAreUnimplemented) {
+TEST(LlvmCpuTest, HalfFloatElementTypesAreUnimplemented) {
   Compiled c;
   absl::Status s = c.compile(R"(
-graph @ints(%x: tensor<4xi32>, %y: tensor<4xi32>) {
-  %z = Add(%x, %y) : tensor<4xi32> loc("add_i32")
+graph @halves(%x: tensor<4xf16>, %y: tensor<4xf16>) {
+  %z = Add(%x, %y) : tensor<4xf16> loc("add_f16")
   return %z
 })");
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(std::string(s.message()).find("node 'add_i32'"), std::string::npos)
+  EXPECT_NE(std::string(s.message()).find("node 'add_f16'"), std::string::npos)
+      << s.message();
+  EXPECT_NE(std::string(s.message()).find("element type f16"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(LlvmCpuTest, IntegerArithmeticOnFloatConstantIsUnimplemented) {
+  // LeakyRelu's slope 0.01 has no integer value: rejected, never rounded.
+  Compiled c;
+  absl::Status s = c.compile(R"(
+graph @ints(%x: tensor<4xi32>) {
+  %z = LeakyRelu(%x) {alpha = 0.01} : tensor<4xi32> loc("leaky_i32")
+  return %z
+})");
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(std::string(s.message()).find("non-integer constant"),
+            std::string::npos)
       << s.message();
 }
 
