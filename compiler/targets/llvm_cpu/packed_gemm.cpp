@@ -814,6 +814,23 @@ absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
   if (!allF32(program, root)) {
     return false;
   }
+  llvm::StringRef features;
+  if (auto *md = llvm::dyn_cast_or_null<llvm::MDString>(
+          fn->getParent()->getModuleFlag(kTargetFeaturesFlag))) {
+    features = md->getString();
+  }
+  GemmKernelShape shape =
+      gemmKernelShape(fn->getParent()->getTargetTriple(), features);
+  if (maxScratchOption != 0) {
+    shape.maxScratch = maxScratchOption;
+  }
+  if (shape.vectorWidth * 32 > 256) {
+    // Row loops (packing, depthwise rows of 16-112 outputs) take one 512-bit
+    // vector per step where the CPU has them.
+    std::string bits = std::to_string(shape.vectorWidth * 32);
+    fn->addFnAttr("prefer-vector-width", bits);
+    fn->addFnAttr("min-legal-vector-width", bits);
+  }
   std::optional<GemmPlan> plan = structured::planGemm(program.program, root);
   if (!plan) {
     std::optional<structured::RowConvPlan> rowConv =
@@ -827,16 +844,6 @@ absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
       return status;
     }
     return true;
-  }
-  llvm::StringRef features;
-  if (auto *md = llvm::dyn_cast_or_null<llvm::MDString>(
-          fn->getParent()->getModuleFlag(kTargetFeaturesFlag))) {
-    features = md->getString();
-  }
-  GemmKernelShape shape =
-      gemmKernelShape(fn->getParent()->getTargetTriple(), features);
-  if (maxScratchOption != 0) {
-    shape.maxScratch = maxScratchOption;
   }
   PackedGemmEmitter emitter(program, region, builder, fn, *plan, shape, hooks);
   if (!emitter.size()) {
