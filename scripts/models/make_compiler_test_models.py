@@ -273,6 +273,11 @@ def malformed_graphs(out_dir):
     save(make_model(nodes, [tensor_info("x", [1, 3, 8, 8])], [tensor_info("y", None)],
                     [const(rng, "w", (4, 3, 3, 3))], "bad_attr_kind"),
          out_dir, "bad_attr_kind.onnx")
+    # An attribute the op does not have in the model's opset: opset 18 takes
+    # ReduceMean axes as an input, so the attribute would be ignored.
+    nodes = [helper.make_node("ReduceMean", ["x"], ["y"], name="mean_attr", axes=[1])]
+    save(make_model(nodes, [tensor_info("x", [2, 3])], [tensor_info("y", None)], [],
+                    "undefined_attr", opset=18), out_dir, "undefined_attr.onnx")
     # Two nodes defining the same value.
     nodes = [
         helper.make_node("Relu", ["x"], ["r"], name="relu0"),

@@ -409,10 +409,24 @@ private:
     return d;
   }
 
+  // Attributes that opset 18 added to ops the importer supports; libonnx 1.12
+  // knows schemas up to opset 17 only.
+  bool isOpset18Attribute(llvm::StringRef opType, llvm::StringRef attr) const {
+    if (opset_ < 18) {
+      return false;
+    }
+    return (opType == "Split" && attr == "num_outputs") ||
+           (opType == "Resize" &&
+            (attr == "antialias" || attr == "axes" ||
+             attr == "keep_aspect_ratio_policy")) ||
+           ((opType == "ReduceMean" || opType == "ReduceMax") &&
+            attr == "noop_with_empty_axes");
+  }
+
   // Attributes whose kind differs from the ONNX schema of the model's opset
   // (group="2", strides given as floats) would otherwise read as absent and
-  // silently take their defaults. Attributes the schema does not list (newer
-  // than libonnx) are left to the shape rules.
+  // silently take their defaults, and attributes the schema does not define
+  // (ReduceMean axes in opset 18, where they are an input) would be ignored.
   absl::Status checkAttributeKinds(const onnx::NodeProto &node, int index) {
     const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(
         node.op_type(), static_cast<int>(opset_), "");
@@ -421,7 +435,21 @@ private:
     }
     for (const auto &a : node.attribute()) {
       auto it = schema->attributes().find(a.name());
-      if (it == schema->attributes().end() || it->second.type == a.type()) {
+      // Opset 18 moved ReduceMean/ReduceMax axes to an input; libonnx's
+      // newest schema for them is still the opset-13 one.
+      bool removed = opset_ >= 18 && a.name() == "axes" &&
+                     (node.op_type() == "ReduceMean" ||
+                      node.op_type() == "ReduceMax");
+      if (it == schema->attributes().end() || removed) {
+        if (isOpset18Attribute(node.op_type(), a.name())) {
+          continue;
+        }
+        return nodeError(node, index,
+                         "attribute '" + a.name() + "' is not defined for " +
+                             node.op_type() + " in opset " +
+                             std::to_string(opset_));
+      }
+      if (it->second.type == a.type()) {
         continue;
       }
       return nodeError(
