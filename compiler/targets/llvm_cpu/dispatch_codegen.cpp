@@ -249,9 +249,13 @@ private:
         }
       }
       for (unsigned t : tensors) {
-        // constantGlobal() embeds a constant as an array of 4-byte words.
+        // constantGlobal() embeds a constant that is not bound as an array of
+        // 4-byte words.
         const structured::TensorInfo &info = p_.program.tensors[t];
-        if (info.constant && info.constant->size() % 4 != 0) {
+        bool bound = std::any_of(
+            r_.bindings.begin(), r_.bindings.end(),
+            [&](const dispatch::Binding &b) { return b.tensor == t; });
+        if (info.constant && !bound && info.constant->size() % 4 != 0) {
           return unimplemented(o, "the constant '" + info.name + "' of " +
                                       std::to_string(info.constant->size()) +
                                       " bytes (not a multiple of 4)");
