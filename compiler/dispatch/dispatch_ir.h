@@ -66,7 +66,8 @@ struct HostCommand {
 
 // Constants of at most this many bytes stay embedded in the executable
 // (scalars and short vectors the target can fold into code); larger ones are
-// bound read-only so the weights exist once, in the module file.
+// bound read-only so the weights exist once, in the module file. Tools
+// override it with --osprey-max-embedded-constant-bytes.
 constexpr int64_t kMaxEmbeddedConstantBytes = 256;
 // Most bindings of one dispatch (the hal module's limit); constants that
 // would exceed it stay embedded.

@@ -3,7 +3,16 @@
 
 #include <algorithm>
 
+#include "llvm/Support/CommandLine.h"
+
 namespace osprey::compiler::dispatch {
+
+static llvm::cl::opt<int64_t> maxEmbeddedConstantBytesOption(
+    "osprey-max-embedded-constant-bytes",
+    llvm::cl::desc("Constants of at most this many bytes are embedded in the "
+                   "executable; larger ones are bound from module rodata"),
+    llvm::cl::init(kMaxEmbeddedConstantBytes), llvm::cl::Hidden);
+
 namespace {
 
 int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
@@ -15,7 +24,7 @@ void bindConstants(DispatchProgram &d) {
   for (DispatchRegion &r : d.regions) {
     for (unsigned c : r.constants) {
       const Buffer &buf = d.buffers[d.storageOf(c)];
-      if (buf.byteSize <= kMaxEmbeddedConstantBytes ||
+      if (buf.byteSize <= maxEmbeddedConstantBytesOption ||
           r.bindings.size() >= kMaxRegionBindings) {
         continue;
       }
