@@ -239,6 +239,10 @@ buildExecutableObject(const dispatch::DispatchProgram &program,
     if (!target.features.empty()) {
       fn->addFnAttr("target-features", target.features);
     }
+    if (unsigned bits = preferredVectorBits(target.triple, target.features)) {
+      fn->addFnAttr("prefer-vector-width", std::to_string(bits));
+      fn->addFnAttr("min-legal-vector-width", std::to_string(bits));
+    }
     fns.push_back(fn);
   }
   // Helpers the regions call (microkernels) get the same target attributes,

@@ -45,12 +45,21 @@ inline constexpr const char kTargetFeaturesFlag[] = "osprey.target-features";
 GemmKernelShape gemmKernelShape(llvm::StringRef triple,
                                 llvm::StringRef features);
 
+// Vector width (bits) every dispatch function should prefer on this target,
+// or 0 for the backend's default: 512 on AVX-512 targets, whose CPUs are
+// often tuned to prefer 256-bit vectors (MobileNetV2 -10%, ResNet-18 -4%
+// with 512).
+unsigned preferredVectorBits(llvm::StringRef triple, llvm::StringRef features);
+
 // If the region's root has a structured::GemmPlan and its scratch fits the
 // target's budget, emits the workgroup's tile at the builder's insertion
 // point (inside |fn|, loop ranges [lo[d], hi[d]) per root loop) as packed
-// panels of B times A through a register-blocked microkernel, then the
-// epilogue, and returns true. Returns false, emitting nothing, when the root
-// does not qualify. Errors come from |hooks|.
+// panels of B times A through a register-blocked microkernel (an internal
+// function of the module, one per shape), then the epilogue, and returns
+// true. A root with a structured::RowConvPlan instead (depthwise
+// convolutions with rows of 16+ outputs) is emitted row by row. Returns
+// false, emitting nothing, when the root qualifies for neither or is not
+// f32. Errors come from |hooks|.
 absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
                                     const dispatch::DispatchRegion &region,
                                     llvm::IRBuilder<> &builder,
