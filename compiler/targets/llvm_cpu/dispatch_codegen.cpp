@@ -235,6 +235,10 @@ private:
           return unimplemented(o, "element type " +
                                       graph::elementTypeName(et).str());
         }
+        if (et == ElementType::F64 && narrowTarget()) {
+          return unimplemented(o, "f64 on a 32-bit target (no double-precision "
+                                  "unit, and no runtime helpers are linked)");
+        }
         allF32 &= et == ElementType::F32;
       }
       if (i == 0 && o.hasReduction() && !allF32) {
@@ -599,6 +603,18 @@ private:
   // Element types
   //===--------------------------------------------------------------------===//
 
+  // Targets with 32-bit pointers (armv7em, riscv32): 64-bit integer
+  // division and float <-> 64-bit integer conversions there are calls into a
+  // compiler runtime that embedded links do not have.
+  bool narrowTarget() const { return idxTy_->getIntegerBitWidth() < 64; }
+  bool needsRuntimeHelper(ElementType from, ElementType to) const {
+    auto wideInt = [](ElementType t) {
+      return t == ElementType::I64 || t == ElementType::U64;
+    };
+    return narrowTarget() && ((isFloat(from) && wideInt(to)) ||
+                              (wideInt(from) && isFloat(to)));
+  }
+
   ElementType elementTypeOf(unsigned tensor) const {
     return p_.program.tensors[tensor].type.elementType();
   }
@@ -881,6 +897,10 @@ private:
         if (!isCodegenType(n.castTo)) {
           return unimplemented(o, "cast to " + typeName(n.castTo));
         }
+        if (needsRuntimeHelper(t, n.castTo)) {
+          return unimplemented(o, "a cast from " + typeName(t) + " to " +
+                                      typeName(n.castTo) + " on a 32-bit target");
+        }
         v[i] = castValue(a(0), t, n.castTo);
         ty[i] = n.castTo;
         break;
@@ -904,6 +924,9 @@ private:
       case ScalarKind::Div:
         if (t == ElementType::Bool) {
           return notFor("division");
+        }
+        if (!fp && narrowTarget() && graph::elementByteSize(t) == 8) {
+          return unimplemented(o, "64-bit integer division on a 32-bit target");
         }
         v[i] = fp ? b_.CreateFDiv(a(0), a(1))
                   : intDivide(a(0), a(1), signedInt);
@@ -989,9 +1012,16 @@ private:
                       baseTy);
     }
     if (graph::isIntegerType(baseTy) && expTy == ElementType::F32) {
-      llvm::Value *ei = castValue(e, ElementType::F32, ElementType::I64);
+      if (needsRuntimeHelper(ElementType::F32, baseTy)) {
+        return unimplemented(o, "Pow of " +
+                                    graph::elementTypeName(baseTy).str() +
+                                    " by f32 on a 32-bit target");
+      }
+      // An exponent beyond 32 bits saturates; it is not integral-valued in
+      // any useful sense.
+      llvm::Value *ei = castValue(e, ElementType::F32, ElementType::I32);
       llvm::Value *integral =
-          b_.CreateFCmpOEQ(castValue(ei, ElementType::I64, ElementType::F32), e);
+          b_.CreateFCmpOEQ(castValue(ei, ElementType::I32, ElementType::F32), e);
       llvm::Value *exact = intPower(base, ei, baseTy);
       llvm::Value *fb = castValue(base, baseTy, ElementType::F32);
       llvm::Value *fpow = emitExp(b_, b_.CreateFMul(e, emitLog(b_, fb)));

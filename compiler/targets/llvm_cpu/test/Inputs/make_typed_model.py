@@ -44,6 +44,9 @@ MODELS = {
     "div_i32": lambda: model(
         [helper.make_node("Div", ["a", "b"], ["y"])],
         [("a", I32, [16]), ("b", I32, [16])], [("y", I32, [16])]),
+    "div_i64": lambda: model(
+        [helper.make_node("Div", ["a", "b"], ["y"], name="div64")],
+        [("a", I64, [16]), ("b", I64, [16])], [("y", I64, [16])]),
     "add_i64": lambda: model(
         [helper.make_node("Add", ["a", "b"], ["y"])],
         [("a", I64, [16]), ("b", I64, [16])], [("y", I64, [16])]),
