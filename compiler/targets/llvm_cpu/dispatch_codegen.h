@@ -26,7 +26,9 @@ struct AbiTypes {
 // workgroup's tile of the root's parallel loops (x, y, z as in
 // DispatchRegion::tiledLoops), loops over it, runs reduction loops inside,
 // applies the fused epilogue ops element by element and stores the result;
-// binding i is region.bindings[i]. Returns 0.
+// binding i is region.bindings[i]. Returns 0. Convolution and contraction
+// roots of matrix-product form (and depthwise convolutions with long rows)
+// take the packed paths of packed_gemm.h instead of the generic loops.
 // UNIMPLEMENTED naming the node for element types other than f32 and for
 // scalar operations without an expansion.
 absl::StatusOr<llvm::Function *>
