@@ -75,15 +75,17 @@ public:
   absl::Status run(Graph &graph) override;
 };
 
-// Replaces the erf form of GELU, 0.5 * x * (1 + erf(x / sqrt(2))) (either
-// multiplication order, division by sqrt(2) or multiplication by its
-// inverse), by one Gelu op when every intermediate has no other use and the
-// constants are scalars. Leaves the matched ops dead (for dce).
+// Replaces GELU written out as 0.5 * x * (1 + erf(x / sqrt(2))) (either
+// multiplication order, division by sqrt(2) or multiplication by its inverse)
+// by Gelu, and its tanh approximation 0.5 * x * (1 + tanh(sqrt(2 / pi) *
+// (x + 0.044715 * x^3))) (x^3 as Pow or products) by Gelu {approximate =
+// "tanh"}, when every intermediate has no other use and the constants are
+// scalars. Leaves the matched ops dead (for dce).
 class FuseGeluPass : public GraphPass {
 public:
   llvm::StringRef name() const override { return "fuse-gelu"; }
   llvm::StringRef description() const override {
-    return "replace the erf form of GELU by a Gelu op";
+    return "replace GELU written out with erf or tanh by a Gelu op";
   }
   absl::Status run(Graph &graph) override;
 };
