@@ -341,6 +341,62 @@ TEST(LlvmCpuTest, ConvOddShapesMatchReference) {
   checkConv({24, 7, 7, 40, 1, 1, 1, 0, 1}, false);
 }
 
+// Which dispatch functions of |text|'s library call a packed-path
+// microkernel, by region name, from the optimized LLVM IR for x86_64.
+std::map<std::string, bool> regionsCallingMicrokernels(llvm::StringRef text) {
+  std::map<std::string, bool> calls;
+  auto graph = graph::parseGraph(text, "test");
+  EXPECT_TRUE(graph.ok());
+  auto program = structured::lowerToStructured(**graph);
+  EXPECT_TRUE(program.ok());
+  EXPECT_TRUE(structured::fuseAndTile(*program).ok());
+  auto d = dispatch::formDispatchRegions(std::move(*program));
+  EXPECT_TRUE(d.ok());
+  EXPECT_TRUE(dispatch::planMemory(*d).ok());
+  auto target = resolveCpuTarget("x86_64");
+  EXPECT_TRUE(target.ok());
+  std::string ir;
+  LibraryOptions options;
+  options.name = "test";
+  options.llvmIr = &ir;
+  EXPECT_TRUE(buildExecutableLibrary(*d, *target, options).ok());
+  std::string current;
+  llvm::SmallVector<llvm::StringRef> lines;
+  llvm::StringRef(ir).split(lines, '\n');
+  for (llvm::StringRef line : lines) {
+    if (line.starts_with("define ")) {
+      size_t at = line.find('@');
+      current = line.substr(at + 1, line.find('(', at) - at - 1).str();
+      if (llvm::StringRef(current).contains("_dispatch_")) {
+        calls[current] = false;
+      }
+    } else if (line.contains("call") && line.contains("@osprey_gemm_") &&
+               calls.count(current)) {
+      calls[current] = true;
+    }
+  }
+  return calls;
+}
+
+// Only matrix-product roots call the microkernel: not a softmax (reductions
+// and elementwise ops) or a GEMV with 2 rows.
+TEST(LlvmCpuTest, MicrokernelOnlyForMatrixProducts) {
+  auto calls = regionsCallingMicrokernels(R"(
+graph @mix(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>, %v: tensor<2x32xf32>) {
+  %y = MatMul(%a, %b) : tensor<64x48xf32>
+  %s = Softmax(%y) {axis = 1} : tensor<64x48xf32>
+  %g = MatMul(%v, %b) : tensor<2x48xf32>
+  return %s, %g
+})");
+  ASSERT_GE(calls.size(), 3u);
+  int calling = 0;
+  for (const auto &[name, call] : calls) {
+    calling += call;
+  }
+  EXPECT_EQ(calling, 1) << "only the 64x48 product takes the packed path";
+  EXPECT_TRUE(calls["mix_dispatch_0"]) << "the first region is the product";
+}
+
 // With a small stack budget (as on embedded targets) a tile runs in
 // sub-tiles of its outer pixel loop: here single rows of 17 pixels.
 TEST(LlvmCpuTest, PackedConvInSubTilesMatchesReference) {
