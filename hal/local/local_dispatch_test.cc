@@ -27,16 +27,21 @@ int FailOnThird(const osprey_executable_environment_v1_t*, const osprey_dispatch
                 const osprey_workgroup_state_v1_t* w) {
   return w->workgroup_id_x == 2 ? -5 : 0;
 }
+int IndexOutOfRange(const osprey_executable_environment_v1_t*,
+                    const osprey_dispatch_state_v1_t*, const osprey_workgroup_state_v1_t*) {
+  return OSPREY_DISPATCH_INDEX_OUT_OF_RANGE;
+}
 
 struct Library {
   osprey_executable_library_header_t header = {1, "dispatch_test_lib"};
-  osprey_dispatch_fn_t fns[2] = {&Record, &FailOnThird};
-  osprey_dispatch_attrs_v1_t attrs[2] = {{1, 1, 1, 128, {1, 1, 1}}, {0, 0, 0, 0, {1, 1, 1}}};
-  const char* names[2] = {"record", "fail_on_third"};
+  osprey_dispatch_fn_t fns[3] = {&Record, &FailOnThird, &IndexOutOfRange};
+  osprey_dispatch_attrs_v1_t attrs[3] = {
+      {1, 1, 1, 128, {1, 1, 1}}, {0, 0, 0, 0, {1, 1, 1}}, {0, 0, 0, 0, {1, 1, 1}}};
+  const char* names[3] = {"record", "fail_on_third", "gather_ids"};
   osprey_executable_library_v1_t library = {};
   Library() {
     library.header = &header;
-    library.exports = {2, fns, attrs, names};
+    library.exports = {3, fns, attrs, names};
   }
 };
 
@@ -291,6 +296,17 @@ TEST(HeapAllocatorTest, OutOfMemoryIsResourceExhausted) {
   auto buffer = (*heap)->AllocateBuffer({}, 1 << 20);
   EXPECT_EQ(buffer.status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ((*heap)->bytes_allocated(), 0u);
+}
+
+TEST_F(LocalDispatchTest, FailureCodesOfTheAbiAreExplained) {
+  LocalDispatch dispatch;
+  ASSERT_TRUE(dispatch.Prepare(executable_.get(), 2, {1, 1, 1}, {}, {}, 1, nullptr).ok());
+  Status status = dispatch.RunWorkgroups(0, 1, 0, nullptr, 0);
+  std::string message = status.message();
+  EXPECT_NE(message.find("export 'gather_ids'"), std::string::npos) << message;
+  EXPECT_NE(message.find("returned 1 (index out of range in the input data)"),
+            std::string::npos)
+      << message;
 }
 
 }  // namespace
