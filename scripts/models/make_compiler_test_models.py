@@ -443,6 +443,15 @@ def softmax_opset11(out_dir):
                     "softmax_opset11", opset=11), out_dir, "softmax_opset11.onnx")
 
 
+def pad_negative(out_dir):
+    """Pad whose negative entries remove elements (crop the start of axis 0
+    and the end of axis 1, pad the other sides)."""
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["y"], name="pad_crop", mode="edge")]
+    pads = numpy_helper.from_array(np.array([-1, 2, 1, -2], np.int64), "pads")
+    save(make_model(nodes, [tensor_info("x", [4, 5])], [tensor_info("y", None)], [pads],
+                    "pad_negative"), out_dir, "pad_negative.onnx")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -451,7 +460,8 @@ def main():
     for make in (conv_bn_relu, gemm, transformer_block, unsupported_ops,
                  bad_group, old_opset_ops, shape_chain, external_data, many_ops,
                  old_opset, malformed, malformed_graphs, io_names, auto_pad_late,
-                 external_saved, opset_forms, gelu_erf, softmax_opset11):
+                 external_saved, opset_forms, gelu_erf, softmax_opset11,
+                 pad_negative):
         make(args.out)
 
 

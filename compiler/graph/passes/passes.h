@@ -91,12 +91,13 @@ public:
 };
 
 // Forwards the operand of ops that do nothing: Identity, Reshape to the same
-// static shape, Cast to the same element type. Leaves: no Identity op.
+// static shape, Cast to the same element type, Pad by constant zeros.
+// Leaves: no Identity op.
 class RemoveIdentityPass : public GraphPass {
 public:
   llvm::StringRef name() const override { return "remove-identity"; }
   llvm::StringRef description() const override {
-    return "forward operands of no-op Identity/Reshape/Cast";
+    return "forward operands of no-op Identity/Reshape/Cast/Pad";
   }
   absl::Status run(Graph &graph) override;
 };

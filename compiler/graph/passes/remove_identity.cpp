@@ -1,4 +1,7 @@
 // Removes ops that forward their operand unchanged.
+#include <algorithm>
+
+#include "compiler/graph/op_registry.h"
 #include "compiler/graph/passes/passes.h"
 
 namespace osprey::compiler::graph {
@@ -15,6 +18,11 @@ absl::Status RemoveIdentityPass::run(Graph &graph) {
       noop = true;
     } else if (op->kind() == "Reshape" || op->kind() == "Cast") {
       noop = in->type().hasStaticShape() && in->type() == out->type();
+    } else if (op->kind() == "Pad") {
+      auto pads = getConstantInts(op->operand(1));
+      noop = pads && in->type() == out->type() &&
+             std::all_of(pads->begin(), pads->end(),
+                         [](int64_t p) { return p == 0; });
     }
     if (!noop) {
       continue;

@@ -639,6 +639,70 @@ private:
     return absl::OkStatus();
   }
 
+  // Negative pads remove elements. They become a Slice of the input (the
+  // crop) feeding a Pad with the remaining non-negative pads, so the Pad op
+  // only ever adds. Cropping first is exact: each side of an axis is either
+  // cropped or padded, and edge/reflect values come from what remains (for
+  // reflect, as long as the crop leaves more elements than are mirrored).
+  absl::Status splitNegativePads(const onnx::NodeProto &node, int index,
+                                 std::vector<Value *> &operands,
+                                 const std::map<std::string, Attribute> &attrs) {
+    std::string mode = "constant";
+    if (auto it = attrs.find("mode");
+        it != attrs.end() && it->second.isString()) {
+      mode = it->second.getString();
+    }
+    auto pads = graph::getConstantInts(operands[1]);
+    const TensorType &x = operands[0]->type();
+    if (!pads || !x.hasRank() ||
+        static_cast<int64_t>(pads->size()) != 2 * x.rank() ||
+        std::none_of(pads->begin(), pads->end(),
+                     [](int64_t p) { return p < 0; })) {
+      return absl::OkStatus();
+    }
+    if (!x.hasStaticShape()) {
+      return unimplemented(node, index,
+                           "negative pads need a static input shape");
+    }
+    int64_t rank = x.rank();
+    std::vector<int64_t> starts, ends, axes, rest(2 * rank, 0);
+    for (int64_t i = 0; i < rank; ++i) {
+      int64_t begin = (*pads)[i], end = (*pads)[i + rank];
+      if (begin < 0 || end < 0) {
+        int64_t cropBegin = std::max<int64_t>(0, -begin);
+        int64_t cropEnd = std::max<int64_t>(0, -end);
+        if (cropBegin + cropEnd > x.dim(i)) {
+          return nodeError(node, index,
+                           "pads remove " +
+                               std::to_string(cropBegin + cropEnd) +
+                               " elements from axis " + std::to_string(i) +
+                               " of extent " + std::to_string(x.dim(i)));
+        }
+        int64_t kept = x.dim(i) - cropBegin - cropEnd;
+        if (mode == "reflect" && std::max(begin, end) >= kept) {
+          return unimplemented(node, index,
+                               "reflect padding of axis " + std::to_string(i) +
+                                   " beyond what its negative pads leave");
+        }
+        starts.push_back(cropBegin);
+        ends.push_back(x.dim(i) - cropEnd);
+        axes.push_back(i);
+      }
+      rest[i] = std::max<int64_t>(0, begin);
+      rest[i + rank] = std::max<int64_t>(0, end);
+    }
+    std::string name = nodeName(node, index);
+    COMPILER_ASSIGN_OR_RETURN(
+        Op * crop,
+        addTypedOp("Slice",
+                   {operands[0], constInts(starts, name), constInts(ends, name),
+                    constInts(axes, name)},
+                   {}, name, ""));
+    operands[0] = crop->result();
+    operands[1] = constInts(rest, name);
+    return absl::OkStatus();
+  }
+
   // Resize: expands opset-18 |axes| (scales, sizes and roi listed for some
   // axes only) to every axis, and refuses the opset-18 options the lowering
   // does not implement rather than ignoring them.
@@ -849,6 +913,8 @@ private:
       return importCoercedSoftmax(node, index, operands, attrs);
     } else if (opType == "Pad") {
       COMPILER_RETURN_IF_ERROR(expandPadAxes(node, index, operands));
+      COMPILER_RETURN_IF_ERROR(
+          splitNegativePads(node, index, operands, attrs));
     } else if (opType == "Resize") {
       COMPILER_RETURN_IF_ERROR(
           canonicalizeResize(node, index, operands, attrs));
