@@ -711,27 +711,36 @@ public:
       for (int64_t v : op.bounds) {
         bound.push_back(idx(v));
       }
-      // The innermost reduction loop (kw) is unrolled into the row pass
-      // when short: one accumulator load and store per output for all its
-      // taps, over the intersection of the taps' interiors.
+      // The innermost reduction loops (kh, kw) are unrolled into the row
+      // pass while their taps number at most kMaxTaps: one accumulator load
+      // and store per output for all taps, over the intersection of the
+      // taps' interiors (a row next to the top or bottom padding runs
+      // through the checked loads).
       const structured::OperandAccess &in = op.inputs[plan_.b];
-      std::vector<unsigned> rolled = reduction;
+      std::vector<unsigned> rolled = reduction, unrolled;
       int64_t taps = 1;
-      int unrolled = -1;
-      if (!rolled.empty() && op.bounds[rolled.back()] <= kMaxTaps) {
-        unrolled = static_cast<int>(rolled.back());
-        taps = std::max<int64_t>(1, op.bounds[unrolled]);
+      while (!rolled.empty() &&
+             taps * std::max<int64_t>(1, op.bounds[rolled.back()]) <=
+                 kMaxTaps) {
+        taps *= std::max<int64_t>(1, op.bounds[rolled.back()]);
+        unrolled.insert(unrolled.begin(), rolled.back());
         rolled.pop_back();
       }
+      // Sets the unrolled loops' indices to tap |t| (last loop fastest).
+      auto setTap = [&](int64_t t) {
+        for (size_t i = unrolled.size(); i-- > 0;) {
+          int64_t bound = std::max<int64_t>(1, op.bounds[unrolled[i]]);
+          ivs_[unrolled[i]] = idx(t % bound);
+          t /= bound;
+        }
+      };
       nest(rolled, 0, zero, bound, [&] {
         ivs_[d] = lo[d];
         std::vector<llvm::Value *> w;
         std::vector<RowSplit> split;
         llvm::Value *first = lo[d], *last = hi[d];
         for (int64_t t = 0; t < taps; ++t) {
-          if (unrolled >= 0) {
-            ivs_[unrolled] = idx(t);
-          }
+          setTap(t);
           w.push_back(hooks_.load(op.inputs[plan_.a], ivs_));
           split.push_back(splitRow(in, d, lo[d], hi[d]));
           first = b_.CreateSelect(b_.CreateICmpSGT(split.back().first, first),
@@ -753,9 +762,7 @@ public:
         auto checked = [&](llvm::Value *iv) {
           ivs_[d] = iv;
           accumulate(iv, [&](int64_t t) {
-            if (unrolled >= 0) {
-              ivs_[unrolled] = idx(t);
-            }
+            setTap(t);
             return hooks_.load(in, ivs_);
           });
         };
@@ -769,9 +776,7 @@ public:
             /*noInterleave=*/true);
         loop(last, hi[d], checked);
         ivs_[d] = lo[d];
-        if (unrolled >= 0) {
-          ivs_[unrolled] = idx(0);
-        }
+        setTap(0);
       });
       loop(lo[d], hi[d], [&](llvm::Value *iv) {
         ivs_[d] = iv;
@@ -801,8 +806,8 @@ private:
     ivs_[d] = saved;
   }
 
-  // Longest innermost reduction loop unrolled into one row pass.
-  static constexpr int64_t kMaxTaps = 8;
+  // Most reduction taps unrolled into one row pass (a 3x3 window).
+  static constexpr int64_t kMaxTaps = 9;
   const structured::RowConvPlan &plan_;
   llvm::AllocaInst *acc_ = nullptr;
 };
