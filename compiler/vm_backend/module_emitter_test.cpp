@@ -141,6 +141,24 @@ protected:
     return context.ok() ? std::move(*context) : ref_ptr<vm::Context>();
   }
 
+  // Calls main with |x| and returns its status.
+  osprey::Status Call(vm::Context *context, const std::vector<float> &x) {
+    hal::BufferParams params;
+    auto buffer = device_->allocator()->AllocateBuffer(params, x.size() * 4);
+    EXPECT_TRUE(buffer.ok());
+    EXPECT_TRUE((*buffer)->WriteData(0, x.data(), x.size() * 4).ok());
+    const int64_t shape[] = {1, kIn};
+    auto view = hal::BufferView::Create(
+        std::move(*buffer), shape, hal::ElementType::kFloat32,
+        hal::Encoding::kDenseRowMajor, allocator_);
+    EXPECT_TRUE(view.ok());
+    auto main = context->LookupFunction("mlp", "main");
+    EXPECT_TRUE(main.ok());
+    vm::Value args[] = {vm::Value::FromRef(mhal::WrapBufferView(view->get()))};
+    vm::Value results[1];
+    return context->Invoke(*main, args, results);
+  }
+
   // Calls main with |x| and returns the output, or an empty vector.
   std::vector<float> Run(vm::Context *context, const std::vector<float> &x) {
     hal::BufferParams params;
@@ -278,6 +296,31 @@ TEST_F(ModuleEmitterTest, ApplicationSuppliesTheArena) {
   for (int i = 0; i < kHidden; ++i) {
     EXPECT_GE(memory[i], 0.0f) << "element " << i;
   }
+}
+
+TEST_F(ModuleEmitterTest, AFailedCallDropsTheArenaItTook) {
+  // An arena the dispatches may not write makes the call fail after main
+  // took it out of the context; the next call must not see it again.
+  counting_.watched_size = size_t(program_.arenaSize);
+  ref_ptr<vm::Context> context = NewContext();
+  ASSERT_TRUE(context);
+  alignas(64) float memory[kHidden];
+  hal::BufferParams params;
+  params.type = hal::MemoryType::kHostLocal | hal::MemoryType::kDeviceVisible;
+  params.usage = hal::BufferUsage::kDispatchStorageRead;
+  auto read_only = device_->allocator()->ImportBuffer(params, memory,
+                                                      sizeof(memory), {});
+  ASSERT_TRUE(read_only.ok());
+  auto set_arena = context->LookupFunction("mlp", "set_arena");
+  ASSERT_TRUE(set_arena.ok());
+  vm::Value args[] = {vm::Value::FromRef(mhal::WrapBuffer(read_only->get()))};
+  ASSERT_TRUE(context->Invoke(*set_arena, args, {}).ok());
+  osprey::Status failed = Call(context.get(), Input(1));
+  EXPECT_EQ(failed.code(), osprey::StatusCode::kPermissionDenied)
+      << statusText(failed);
+  EXPECT_EQ(counting_.watched_allocations.load(), 0);
+  ExpectNear(Run(context.get(), Input(2)), reference(Input(2)));
+  EXPECT_EQ(counting_.watched_allocations.load(), 1);
 }
 
 TEST_F(ModuleEmitterTest, ContextsRunConcurrently) {
