@@ -327,6 +327,11 @@ func @wrap() -> (ref) regs(r=4) export {
   call @hal.buffer.wrap_rodata(%r1, %r2) -> (%r3)
   return %r3
 }
+func @wrap_with(ref) -> (ref) regs(r=3) export {
+  const.ref.rodata %r1, @weights
+  call @hal.buffer.wrap_rodata(%r0, %r1) -> (%r2)
+  return %r2
+}
 func @wrap_writable() -> (ref) regs(l=1, r=4) export {
   call @hal.device() -> (%r0)
   call @hal.device.allocator(%r0) -> (%r1)
@@ -431,6 +436,53 @@ TEST_F(WrapRodataTest, WritingThroughTheBufferIsDenied) {
   float values[4] = {};
   ASSERT_TRUE(scratch.ref.As<ohal::Buffer>(&kBufferType)->ReadData(0, values, 16).ok());
   EXPECT_EQ(values[1], 2.0f);
+}
+
+// A device allocator that cannot import host memory (like a device whose
+// memory the host cannot share); allocations go to |inner|.
+class NoImportAllocator final : public ohal::Allocator {
+ public:
+  explicit NoImportAllocator(ohal::Allocator* inner) : inner_(inner) {}
+  osprey::Allocator* host_allocator() const override { return inner_->host_allocator(); }
+  ohal::BufferCompatibility QueryCompatibility(ohal::BufferParams* params,
+                                               ohal::DeviceSize length) const override {
+    return inner_->QueryCompatibility(params, length) & ~ohal::BufferCompatibility::kImportable;
+  }
+  StatusOr<ref_ptr<ohal::Buffer>> AllocateBuffer(const ohal::BufferParams& params,
+                                                 ohal::DeviceSize length) override {
+    return inner_->AllocateBuffer(params, length);
+  }
+  StatusOr<ref_ptr<ohal::Buffer>> ImportBuffer(const ohal::BufferParams&, void*,
+                                               ohal::DeviceSize, ohal::ReleaseCallback) override {
+    return UnimplementedError("this allocator cannot import host memory");
+  }
+
+ private:
+  ref_ptr<ohal::Allocator> inner_;
+};
+
+TEST_F(WrapRodataTest, AllocatorsThatCannotImportGetACopy) {
+  ASSERT_NO_FATAL_FAILURE(LoadModule(kRodataModule));
+  auto no_import = MakeRef<NoImportAllocator>(allocator_, device_->allocator());
+  ASSERT_TRUE(no_import.ok());
+  auto function = consts_context_->LookupFunction("consts", "wrap_with");
+  ASSERT_TRUE(function.ok());
+  vm::Value args[] = {vm::Value::FromRef(vm::Ref(no_import->get(), &kAllocatorType))};
+  vm::Value result;
+  Status status = consts_context_->Invoke(*function, args, std::span<vm::Value>(&result, 1));
+  ASSERT_TRUE(status.ok()) << status.message();
+  ohal::Buffer* buffer = result.ref.As<ohal::Buffer>(&kBufferType);
+  ASSERT_NE(buffer, nullptr);
+  ohal::MappedMemory mapping;
+  ASSERT_TRUE(buffer->MapRange(ohal::MemoryAccess::kRead, 0, ohal::kWholeBuffer, &mapping).ok());
+  auto contents = mapping.Contents();
+  ASSERT_TRUE(contents.ok());
+  const uint8_t* file_begin = file_->span().data();
+  const uint8_t* file_end = file_begin + file_->span().size();
+  EXPECT_TRUE(contents->data() >= file_end || contents->data() + contents->size() <= file_begin)
+      << "the copy must not alias the module file";
+  ASSERT_EQ(contents->size(), 16u);
+  EXPECT_EQ(memcmp(contents->data(), consts_->rodata(0).data, 16), 0);
 }
 
 TEST_F(WrapRodataTest, RejectsWritableVmBuffers) {
