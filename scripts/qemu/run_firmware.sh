@@ -12,6 +12,8 @@
 #                        executed and the functions that executed the most
 #                        (scripts/qemu/insn_profile.py; slower, and the trace
 #                        takes ~75 bytes of /tmp per instruction)
+#   OSPREY_QEMU_PROFILE_JSON=FILE  with COUNT_INSNS, also write the counts per
+#                        function and per instruction address to FILE
 set -euo pipefail
 
 if (($# < 2)); then
@@ -60,8 +62,12 @@ if [[ "${OSPREY_QEMU_COUNT_INSNS:-0}" == "1" ]]; then
     riscv32) nm=riscv64-unknown-elf-nm ;;
     *) nm=arm-none-eabi-nm ;;
   esac
+  json=()
+  if [[ -n "${OSPREY_QEMU_PROFILE_JSON:-}" ]]; then
+    json=(--json "$OSPREY_QEMU_PROFILE_JSON")
+  fi
   python3 "$(dirname "${BASH_SOURCE[0]}")/insn_profile.py" "$log" --elf "$elf" --nm "$nm" \
-    --top "${OSPREY_QEMU_PROFILE_TOP:-12}"
+    --top "${OSPREY_QEMU_PROFILE_TOP:-12}" "${json[@]}"
 else
   set +e
   timeout "$timeout_s" "${qemu[@]}"
