@@ -2,8 +2,13 @@
  *
  * A CPU executable is a position-independent shared object (or, for the
  * static loader, an object linked into the application) that exports exactly
- * one function, osprey_executable_library_query. The runtime calls it with the
- * ABI version it speaks and an environment; the library answers with a
+ * one query function of type osprey_executable_library_query_fn_t. Shared
+ * objects (ELF and system loaders) name it osprey_executable_library_query;
+ * static libraries (osprey-compile --output-format=static-library) name it
+ * <name>_library_query so several can link into one image, and the
+ * application registers it by name (static_library_loader.h). The runtime
+ * calls it with the ABI version it speaks and an environment; the library
+ * answers with a
  * read-only description of its dispatch functions (exports) and of the host
  * functions it needs (imports). Libraries never link against the platform:
  * everything from the outside world arrives through the environment.
@@ -27,7 +32,8 @@ extern "C" {
 #define OSPREY_EXECUTABLE_LIBRARY_VERSION_1 1u
 #define OSPREY_EXECUTABLE_LIBRARY_VERSION_LATEST OSPREY_EXECUTABLE_LIBRARY_VERSION_1
 
-/* Name of the single exported symbol of every library. */
+/* Name of the exported query symbol of shared-object libraries (looked up by
+ * the ELF and system loaders). Static libraries use <name>_library_query. */
 #define OSPREY_EXECUTABLE_LIBRARY_QUERY_NAME "osprey_executable_library_query"
 
 /*===------------------------------------------------------------------===*/
@@ -147,7 +153,8 @@ typedef struct osprey_executable_library_v1_t {
   } exports;
 } osprey_executable_library_v1_t;
 
-/* The query function every library exports. Returns NULL if the library
+/* The query function every library exports (under the name described at the
+ * top of this file). Returns NULL if the library
  * cannot serve |max_version|; otherwise a pointer to the library structure
  * (whose first member is the header), valid while the library is loaded. */
 typedef const osprey_executable_library_header_t* const* (
