@@ -22,14 +22,27 @@ public:
   absl::StatusOr<StructuredProgram> run() {
     program_.name = graph_.name();
     for (Value *input : graph_.inputs()) {
+      if (!input->type().hasStaticShape()) {
+        return absl::UnimplementedError(
+            "graph input '" + input->name() + "' has dynamic type " +
+            input->type().str() +
+            ": dynamic shapes are not implemented; pin every dimension "
+            "(osprey-compile --input-shape=" +
+            input->name() + ":<d0>x<d1>...)");
+      }
       COMPILER_ASSIGN_OR_RETURN(unsigned t, tensorFor(input));
       program_.tensors[t].isInput = true;
       program_.inputs.push_back(t);
+      program_.inputNames.push_back(input->name());
     }
     for (const auto &op : graph_.ops()) {
       COMPILER_RETURN_IF_ERROR(lowerOp(*op));
     }
-    for (Value *output : graph_.outputs()) {
+    for (size_t i = 0; i < graph_.outputs().size(); ++i) {
+      Value *output = graph_.outputs()[i];
+      program_.outputNames.push_back(i < graph_.outputNames().size()
+                                         ? graph_.outputNames()[i]
+                                         : output->name());
       COMPILER_ASSIGN_OR_RETURN(unsigned t, tensorFor(output));
       if (!isComputed(t)) {
         t = copyForOutput(t);
@@ -77,9 +90,13 @@ private:
       return it->second;
     }
     if (!v->type().hasStaticShape()) {
-      return absl::InvalidArgumentError(
-          "value '" + v->name() + "' has non-static type " + v->type().str() +
-          "; structured ops need static shapes");
+      std::string where =
+          v->definingOp() ? v->definingOp()->describe() + ": result"
+                          : std::string("value");
+      return absl::UnimplementedError(
+          where + " '" + v->name() + "' has dynamic type " + v->type().str() +
+          ": dynamic shapes are not implemented; pin the dynamic dimensions "
+          "of the graph inputs (osprey-compile --input-shape)");
     }
     return newTensor(v->name(), v->type(), v);
   }
@@ -308,9 +325,11 @@ private:
     const std::string &k = op.kind();
     for (Value *result : op.results()) {
       if (!result->type().hasStaticShape()) {
-        return op.emitError("result type " + result->type().str() +
-                            " is not static; structured ops need static "
-                            "shapes");
+        return absl::UnimplementedError(
+            op.describe() + ": result '" + result->name() + "' has dynamic "
+            "type " + result->type().str() + ": dynamic shapes are not "
+            "implemented; pin the dynamic dimensions of the graph inputs "
+            "(osprey-compile --input-shape)");
       }
     }
     if (k == "Constant") {

@@ -190,6 +190,9 @@ struct StructuredProgram {
   std::vector<TensorInfo> tensors;
   std::vector<StructuredOp> ops; // in execution order
   std::vector<unsigned> inputs, outputs;
+  // The model's names of the graph inputs and outputs, in graph order
+  // (tensor names are sanitised and outputs may be copies).
+  std::vector<std::string> inputNames, outputNames;
   std::vector<FusionGroup> groups; // filled by the fusion pass
 
   // Indices of ops reading |tensor|.

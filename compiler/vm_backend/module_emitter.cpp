@@ -154,6 +154,55 @@ std::vector<uint8_t> textBytes(const std::string &s) {
   return std::vector<uint8_t>(s.begin(), s.end());
 }
 
+// The model's name of input or output |i| (the tensor name when the program
+// does not carry model names, e.g. hand-built programs).
+std::string ioName(const std::vector<std::string> &names,
+                   const std::vector<unsigned> &tensors, size_t i,
+                   const structured::StructuredProgram &p) {
+  return i < names.size() ? names[i] : p.tensors[tensors[i]].name;
+}
+
+// Records main.{input,output}.<i>.name (the model's name) and .type (e.g.
+// "2x3xf32") so an application can find inputs and outputs by name. Types
+// are left out when they would push the module past the loader's attribute
+// limit; names are required.
+absl::Status setIoAttributes(vm::ModuleBuilder &builder,
+                             const structured::StructuredProgram &p) {
+  constexpr size_t kMaxAttributes = 256;
+  constexpr size_t kOtherAttributes = 2; // arena_size, arena_alignment
+  const size_t io = p.inputs.size() + p.outputs.size();
+  if (kOtherAttributes + io > kMaxAttributes) {
+    return absl::UnimplementedError(
+        "graph has " + std::to_string(io) +
+        " inputs and outputs; module metadata holds the names of at most " +
+        std::to_string(kMaxAttributes - kOtherAttributes));
+  }
+  const bool withTypes = kOtherAttributes + 2 * io <= kMaxAttributes;
+  auto add = [&](const char *kind, size_t i, const std::string &name,
+                 const graph::TensorType &type) {
+    std::string prefix =
+        std::string("main.") + kind + "." + std::to_string(i) + ".";
+    builder.SetAttribute(prefix + "name", name);
+    if (withTypes) {
+      std::string text;
+      for (int64_t dim : type.dims()) {
+        text += std::to_string(dim) + "x";
+      }
+      text += graph::elementTypeName(type.elementType()).str();
+      builder.SetAttribute(prefix + "type", text);
+    }
+  };
+  for (size_t i = 0; i < p.inputs.size(); ++i) {
+    add("input", i, ioName(p.inputNames, p.inputs, i, p),
+        p.tensors[p.inputs[i]].type);
+  }
+  for (size_t i = 0; i < p.outputs.size(); ++i) {
+    add("output", i, ioName(p.outputNames, p.outputs, i, p),
+        p.tensors[p.outputs[i]].type);
+  }
+  return absl::OkStatus();
+}
+
 } // namespace
 
 absl::StatusOr<std::vector<uint8_t>>
@@ -202,6 +251,9 @@ emitModule(const dispatch::DispatchProgram &d,
                          arenaGlobal + (d.arenaSize > 0 ? 1 : 0));
   builder.SetAttribute("arena_size", std::to_string(d.arenaSize));
   builder.SetAttribute("arena_alignment", std::to_string(d.arenaAlignment));
+  if (absl::Status s = setIoAttributes(builder, p); !s.ok()) {
+    return s;
+  }
   if (!constantGlobals.empty()) {
     uint32_t init = builder.DeclareFunction("__init", ":");
     FunctionEmitter e(builder);
@@ -275,7 +327,8 @@ emitModule(const dispatch::DispatchProgram &d,
     uint32_t nameSegment =
         builder.AddRodata("name_" + p.tensors[t].name,
                           textBytes("input " + std::to_string(i) + " ('" +
-                                    p.tensors[t].name + "')"),
+                                    ioName(p.inputNames, p.inputs, i, p) +
+                                    "')"),
                           1);
     e.call("buffer_view.assert", "rrir:",
            {args[i], e.rodata(nameSegment), elementTypeReg(t), shapeOf(t)},
@@ -328,6 +381,7 @@ emitModule(const dispatch::DispatchProgram &d,
       return toAbsl(s, "emitting the arena check");
     }
   }
+  std::optional<uint16_t> emptyBuffer;
   auto bufferFor = [&](unsigned t) {
     unsigned s = d.storageOf(t);
     auto it = storage.find(s);
@@ -335,6 +389,16 @@ emitModule(const dispatch::DispatchProgram &d,
       return it->second;
     }
     const dispatch::Buffer &b = d.buffers[s];
+    if (b.byteSize == 0) {
+      // Empty values take no arena space (the arena may not even exist), so
+      // all of them share one zero-length buffer: a region reading an empty
+      // value still gets a valid binding.
+      if (!emptyBuffer) {
+        emptyBuffer = allocate(0);
+      }
+      storage[s] = *emptyBuffer;
+      return *emptyBuffer;
+    }
     uint16_t sub = e.callRef("buffer.subspan", "rII:r",
                              {arena, e.constI64(b.offset),
                               e.constI64(b.byteSize)});
