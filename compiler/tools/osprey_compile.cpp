@@ -56,6 +56,61 @@ static cl::opt<std::string>
                        "import) and write its graph IR to the output"),
               cl::value_desc("pass"), cl::init(""));
 
+static cl::list<std::string> inputShapes(
+    "input-shape",
+    cl::desc("Pin the shape of a graph input with dynamic dimensions, as "
+             "name:d0xd1x... (repeatable; the name may contain ':', the "
+             "last one separates the shape)"),
+    cl::value_desc("name:shape"));
+
+// Applies --input-shape: each named graph input gets the given static dims,
+// which must agree with the rank and the static dims the model declares.
+static absl::Status pinInputShapes(graph::Graph &g) {
+  for (const std::string &spec : inputShapes) {
+    size_t colon = spec.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      return absl::InvalidArgumentError("--input-shape '" + spec +
+                                        "': expected name:d0xd1x...");
+    }
+    std::string name = spec.substr(0, colon);
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(spec).substr(colon + 1).split(parts, 'x');
+    std::vector<int64_t> dims;
+    for (llvm::StringRef part : parts) {
+      int64_t dim = 0;
+      if (part.getAsInteger(10, dim) || dim < 0) {
+        return absl::InvalidArgumentError(
+            "--input-shape '" + spec + "': '" + part.str() +
+            "' is not a dimension (a non-negative integer)");
+      }
+      dims.push_back(dim);
+    }
+    graph::Value *input = nullptr;
+    for (graph::Value *v : g.inputs()) {
+      if (v->name() == name) {
+        input = v;
+      }
+    }
+    if (!input) {
+      return absl::InvalidArgumentError("--input-shape: the graph has no "
+                                        "input named '" + name + "'");
+    }
+    const graph::TensorType &type = input->type();
+    bool agrees = !type.hasRank() ||
+                  type.rank() == static_cast<int64_t>(dims.size());
+    for (size_t i = 0; agrees && type.hasRank() && i < dims.size(); ++i) {
+      agrees = type.dim(i) == graph::kDynamic || type.dim(i) == dims[i];
+    }
+    if (!agrees) {
+      return absl::InvalidArgumentError(
+          "--input-shape '" + spec + "' does not match input '" + name +
+          "' of type " + type.str());
+    }
+    input->setType(graph::TensorType::ranked(type.elementType(), dims));
+  }
+  return absl::OkStatus();
+}
+
 static int fail(const absl::Status &status) {
   llvm::errs() << "osprey-compile: error: "
                << absl::StatusCodeToString(status.code()) << ": "
@@ -115,6 +170,9 @@ int main(int argc, char **argv) {
     return fail(imported.status());
   }
   graph::Graph &g = **imported;
+  if (absl::Status s = pinInputShapes(g); !s.ok()) {
+    return fail(s);
+  }
   std::set<std::string> printAfter(printIrAfter.begin(), printIrAfter.end());
   if (printAfter.count("import") || printAfter.count("all")) {
     llvm::errs() << "// ----- IR after import ----- //\n";
