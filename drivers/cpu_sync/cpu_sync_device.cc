@@ -78,12 +78,22 @@ Status CpuSyncDevice::ParseParams(std::span<const hal::DeviceParam> params,
 
 StatusOr<ref_ptr<CpuSyncDevice>> CpuSyncDevice::Create(const CpuSyncDeviceOptions& options,
                                                        osprey::Allocator* host_allocator) {
+  return CreateWithLoaders(options, &hal::local::DefaultLoaderSet::Create, host_allocator);
+}
+
+StatusOr<ref_ptr<CpuSyncDevice>> CpuSyncDevice::CreateWithLoaders(
+    const CpuSyncDeviceOptions& options, hal::local::LoaderSetFactory create_loaders,
+    osprey::Allocator* host_allocator) {
   if (!host_allocator) return InvalidArgumentError("cpu-sync device needs a host allocator");
+  if (!create_loaders) {
+    return InvalidArgumentError("cpu-sync device needs a loader set factory (got null)");
+  }
   OSPREY_ASSIGN_OR_RETURN(auto device, MakeRef<CpuSyncDevice>(host_allocator, options,
                                                               host_allocator));
   OSPREY_ASSIGN_OR_RETURN(device->allocator_, hal::local::HeapAllocator::Create(host_allocator));
-  OSPREY_ASSIGN_OR_RETURN(device->loaders_, hal::local::DefaultLoaderSet::Create(
-                                                options.static_libraries, host_allocator));
+  OSPREY_ASSIGN_OR_RETURN(device->loaders_,
+                          create_loaders(options.static_libraries, host_allocator),
+                          "creating the cpu-sync executable loaders");
   if (options.local_memory_size > 0) {
     OSPREY_RETURN_IF_ERROR(host_allocator->Allocate(options.local_memory_size, kDefaultAlignment,
                                                     &device->local_memory_),

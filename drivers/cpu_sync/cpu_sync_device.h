@@ -49,8 +49,19 @@ struct CpuSyncDeviceOptions {
 class CpuSyncDevice final : public hal::Device {
  public:
   // |host_allocator| is borrowed for the device's lifetime.
+  // Creates a device whose executables load with every loader in the build
+  // (hal::local::DefaultLoaderSet::Create).
   static StatusOr<ref_ptr<CpuSyncDevice>> Create(const CpuSyncDeviceOptions& options,
                                                  osprey::Allocator* host_allocator);
+
+  // Like Create, with the loaders made by |create_loaders|. An image that
+  // runs only static libraries passes hal::local::DefaultLoaderSet::
+  // CreateStaticOnly and, as long as it never calls Create, links neither
+  // the ELF nor the system loader. INVALID_ARGUMENT for a null factory;
+  // errors of the factory come back with context.
+  static StatusOr<ref_ptr<CpuSyncDevice>> CreateWithLoaders(
+      const CpuSyncDeviceOptions& options, hal::local::LoaderSetFactory create_loaders,
+      osprey::Allocator* host_allocator);
 
   // Parses key=value params into |options|: "wait_timeout_ms" (integer,
   // >= 0) and "local_memory_size" (bytes). INVALID_ARGUMENT naming an

@@ -46,6 +46,62 @@ TEST(CpuSyncDriverTest, ParsesParams) {
   EXPECT_EQ(CpuSyncDevice::ParseParams(bad3, &options).code(), StatusCode::kInvalidArgument);
 }
 
+// The loader set is the device creator's choice: static-only devices refuse
+// every other format, default devices offer each loader of the build.
+TEST(CpuSyncDeviceTest, LoaderSetIsChosenByTheCreator) {
+  osprey::Allocator* allocator = osprey::Allocator::Default();
+  auto all = hal::local::DefaultLoaderSet::Create(nullptr, allocator);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  auto static_only = hal::local::DefaultLoaderSet::CreateStaticOnly(nullptr, allocator);
+  ASSERT_TRUE(static_only.ok()) << static_only.status().message();
+  ASSERT_EQ((*static_only)->loaders().size(), 1u);
+  EXPECT_STREQ((*static_only)->loaders()[0]->name(), "static");
+  ASSERT_GE((*all)->loaders().size(), 1u);
+  EXPECT_STREQ((*all)->loaders()[0]->name(), "static");
+  bool all_has_elf = false;
+  for (hal::local::ExecutableLoader* loader : (*all)->loaders()) {
+    all_has_elf = all_has_elf || std::string(loader->name()) == "elf";
+  }
+
+  CpuSyncDeviceOptions options;
+  options.local_memory_size = 0;
+  auto default_device = CpuSyncDevice::Create(options, allocator);
+  ASSERT_TRUE(default_device.ok()) << default_device.status().message();
+  auto static_device = CpuSyncDevice::CreateWithLoaders(
+      options, &hal::local::DefaultLoaderSet::CreateStaticOnly, allocator);
+  ASSERT_TRUE(static_device.ok()) << static_device.status().message();
+
+  auto default_cache = (*default_device)->CreateExecutableCache();
+  ASSERT_TRUE(default_cache.ok());
+  auto static_cache = (*static_device)->CreateExecutableCache();
+  ASSERT_TRUE(static_cache.ok());
+  EXPECT_TRUE((*static_cache)->CanPrepareFormat("static"));
+  EXPECT_TRUE((*default_cache)->CanPrepareFormat("static"));
+  bool default_takes_host_elf = false;
+  for (const char* format : {"elf-x86_64", "elf-aarch64", "elf-armv7em", "elf-riscv32"}) {
+    EXPECT_FALSE((*static_cache)->CanPrepareFormat(format)) << format;
+    default_takes_host_elf = default_takes_host_elf || (*default_cache)->CanPrepareFormat(format);
+  }
+  EXPECT_EQ(default_takes_host_elf, all_has_elf);
+
+  uint8_t bytes[4] = {0x7f, 'E', 'L', 'F'};
+  hal::ExecutableParams params;
+  params.format = "elf-x86_64";
+  params.data = bytes;
+  auto refused = (*static_cache)->PrepareExecutable(params);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(std::string(refused.status().message()).find("loaders: static"), std::string::npos)
+      << refused.status().message();
+}
+
+TEST(CpuSyncDeviceTest, RejectsMissingLoaderFactory) {
+  CpuSyncDeviceOptions options;
+  auto device = CpuSyncDevice::CreateWithLoaders(options, nullptr, osprey::Allocator::Default());
+  ASSERT_FALSE(device.ok());
+  EXPECT_EQ(device.status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(CpuSyncDeviceTest, UnreachedWaitFailsSignalInsteadOfHanging) {
   CpuSyncDeviceOptions options;
   options.wait_timeout_ns = 1'000'000;

@@ -76,13 +76,22 @@ Status ParseDeviceParams(std::span<const hal::DeviceParam> params,
 
 StatusOr<ref_ptr<CpuTaskDevice>> CpuTaskDevice::Create(const CpuTaskDeviceOptions& options,
                                                        osprey::Allocator* host_allocator) {
+  return CreateWithLoaders(options, &hal::local::DefaultLoaderSet::Create, host_allocator);
+}
+
+StatusOr<ref_ptr<CpuTaskDevice>> CpuTaskDevice::CreateWithLoaders(
+    const CpuTaskDeviceOptions& options, hal::local::LoaderSetFactory create_loaders,
+    osprey::Allocator* host_allocator) {
   if (!host_allocator) return InvalidArgumentError("cpu-task device needs a host allocator");
+  if (!create_loaders) {
+    return InvalidArgumentError("cpu-task device needs a loader set factory (got null)");
+  }
   OSPREY_ASSIGN_OR_RETURN(auto device, MakeRef<CpuTaskDevice>(host_allocator, options, host_allocator));
   OSPREY_ASSIGN_OR_RETURN(device->allocator_, hal::local::HeapAllocator::Create(host_allocator),
                           "creating the cpu-task allocator");
   OSPREY_ASSIGN_OR_RETURN(
       device->loaders_,
-      hal::local::DefaultLoaderSet::Create(options.static_libraries, host_allocator),
+      create_loaders(options.static_libraries, host_allocator),
       "creating the cpu-task executable loaders");
   task::ExecutorOptions executor_options;
   executor_options.worker_count = options.worker_count;

@@ -45,8 +45,19 @@ Status ParseDeviceParams(std::span<const hal::DeviceParam> params, CpuTaskDevice
 // CANCELLED) and joins the workers; it must not be destroyed on a worker.
 class CpuTaskDevice final : public hal::Device {
  public:
+  // Creates a device whose executables load with every loader in the build
+  // (hal::local::DefaultLoaderSet::Create).
   static StatusOr<ref_ptr<CpuTaskDevice>> Create(const CpuTaskDeviceOptions& options,
                                                  osprey::Allocator* host_allocator);
+
+  // Like Create, with the loaders made by |create_loaders|. An image that
+  // runs only static libraries passes hal::local::DefaultLoaderSet::
+  // CreateStaticOnly and, as long as it never calls Create, links neither
+  // the ELF nor the system loader. INVALID_ARGUMENT for a null factory;
+  // errors of the factory come back with context.
+  static StatusOr<ref_ptr<CpuTaskDevice>> CreateWithLoaders(
+      const CpuTaskDeviceOptions& options, hal::local::LoaderSetFactory create_loaders,
+      osprey::Allocator* host_allocator);
   ~CpuTaskDevice() override;
 
   const char* id() const override { return "cpu-task"; }

@@ -1,4 +1,4 @@
-// The default loader list of CPU drivers.
+// The loader sets of CPU drivers: all loaders in the build, or static only.
 #include "hal/local/default_loaders.h"
 
 #if OSPREY_HAVE_LOADER_ELF
@@ -30,6 +30,13 @@ StatusOr<ref_ptr<DefaultLoaderSet>> DefaultLoaderSet::Create(
     set->loaders_[set->count_++] = loader;
   }
 #endif
+  return set;
+}
+
+StatusOr<ref_ptr<DefaultLoaderSet>> DefaultLoaderSet::CreateStaticOnly(
+    const StaticLibraryRegistry* static_libraries, osprey::Allocator* host_allocator) {
+  OSPREY_ASSIGN_OR_RETURN(auto set, MakeRef<DefaultLoaderSet>(host_allocator, static_libraries));
+  set->loaders_[set->count_++] = &set->static_loader_;
   return set;
 }
 

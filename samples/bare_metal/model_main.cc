@@ -137,8 +137,15 @@ int RunModel(osprey::Allocator* allocator, const hal::local::StaticLibraryRegist
   osprey::drivers::cpu_sync::CpuSyncDeviceOptions device_options;
   device_options.static_libraries = libraries;
   device_options.local_memory_size = 0;
+#if OSPREY_MODEL_STATIC
+  // Only static libraries run here: the ELF loader stays out of the image.
+  StatusOr<ref_ptr<osprey::drivers::cpu_sync::CpuSyncDevice>> device =
+      osprey::drivers::cpu_sync::CpuSyncDevice::CreateWithLoaders(
+          device_options, &hal::local::DefaultLoaderSet::CreateStaticOnly, allocator);
+#else
   StatusOr<ref_ptr<osprey::drivers::cpu_sync::CpuSyncDevice>> device =
       osprey::drivers::cpu_sync::CpuSyncDevice::Create(device_options, allocator);
+#endif
   if (!device.ok()) {
     PrintStatus("creating the cpu-sync device", device.status());
     return kRuntimeError;
