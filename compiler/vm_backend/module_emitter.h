@@ -29,11 +29,15 @@ struct ExecutableBinary {
 // their planned offsets), records one dispatch per region of |executable|
 // (export i = region i) with the planned barriers, submits and waits, puts
 // the arena back and returns views of the outputs. The module records the
-// attributes "arena_size" and "arena_alignment"; when the arena is not empty
-// it also exports `set_arena(hal.buffer)`, which hands the context an arena
-// the application supplies (INVALID_ARGUMENT if shorter than arena_size).
-// planMemory must have run.
-// UNIMPLEMENTED for element types other than f32 at the module boundary.
+// attributes "arena_size" and "arena_alignment", and for graph input or
+// output i "main.input.<i>.name" / "main.output.<i>.name" (the model's names;
+// shape checks name inputs by them) with ".type" (e.g. "2x3xf32"); when the
+// arena is not empty it also exports `set_arena(hal.buffer)`, which hands the
+// context an arena the application supplies (INVALID_ARGUMENT if shorter than
+// arena_size). Empty values share one zero-length buffer. planMemory must
+// have run. UNIMPLEMENTED for element types other than f32 at the module
+// boundary and for graphs with more inputs and outputs than the module's
+// attribute limit can name.
 absl::StatusOr<std::vector<uint8_t>>
 emitModule(const dispatch::DispatchProgram &program,
            const ExecutableBinary &executable, const std::string &moduleName);
