@@ -48,6 +48,67 @@ func @mix(i32, i64, f32, f64) -> (f64) regs(i=1, l=1, f=1, d=3) export {
 }
 )";
 
+// Shaped like an osprey-compile module with a 64-byte arena: it records
+// arena_size/arena_alignment and exports set_arena(hal.buffer), which checks
+// the length and keeps the buffer in a module global. fill_arena writes a
+// 4-byte pattern over the arena on the device; arena_length returns the
+// length of the arena in use.
+constexpr char kArenaModule[] = R"(
+module @arena version 1
+import @hal.buffer.length(ref) -> (i64)
+import @hal.device() -> (ref)
+import @hal.command_buffer.create(ref, i32) -> (ref)
+import @hal.command_buffer.begin(ref)
+import @hal.command_buffer.fill_buffer(ref, ref, i64, i64, i32, i32)
+import @hal.command_buffer.end(ref)
+import @hal.device.queue.execute_sync(ref, ref)
+attribute "arena_size" "64"
+attribute "arena_alignment" "16"
+globals ref=1
+
+func @set_arena(ref) regs(i=1, l=2, r=1) export {
+  call.import @hal.buffer.length(%r0) -> (%l0)
+  const.i64 %l1, 64
+  cmp.ge.i64.s %i0, %l0, %l1
+  check.nz %i0, INVALID_ARGUMENT, "arena buffer of {} bytes is smaller than the {} bytes the module needs", %l0, %l1
+  global.store.ref %r0, 0
+  return
+}
+
+func @arena_length() -> (i64) regs(l=1, r=1) export {
+  global.load.ref %r0, 0
+  call.import @hal.buffer.length(%r0) -> (%l0)
+  return %l0
+}
+
+func @fill_arena(i32) regs(i=3, l=2, r=3) export {
+  global.load.ref %r0, 0
+  call.import @hal.device() -> (%r1)
+  const.i32 %i1, 1
+  call.import @hal.command_buffer.create(%r1, %i1) -> (%r2)
+  call.import @hal.command_buffer.begin(%r2)
+  const.i64 %l0, 0
+  const.i64 %l1, 64
+  const.i32 %i2, 4
+  call.import @hal.command_buffer.fill_buffer(%r2, %r0, %l0, %l1, %i0, %i2)
+  call.import @hal.command_buffer.end(%r2)
+  call.import @hal.device.queue.execute_sync(%r1, %r2)
+  return
+}
+)";
+
+// A module with attributes but no arena.
+constexpr char kNoArenaModule[] = R"(
+module @plain version 1
+attribute "arena_size" "0"
+attribute "arena_alignment" "1"
+attribute "producer" "hand-written"
+
+func @nothing() regs(i=1) export {
+  return
+}
+)";
+
 class EmbedTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -339,6 +400,155 @@ TEST(FileMappingTest, MapsFilesAndReportsErrors) {
   EXPECT_EQ(missing.status().code(), osprey::StatusCode::kNotFound);
   auto directory = FileMapping::Open("/", osprey::Allocator::Default());
   EXPECT_EQ(directory.status().code(), osprey::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace osprey::embed
+
+namespace osprey::embed {
+namespace {
+
+class ArenaTest : public EmbedTest {
+ protected:
+  void LoadArenaModule() {
+    auto bytes = vm::AssembleModule(kArenaModule);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+    arena_module_ = vm::AlignedBytes(*bytes);
+    Status status = session_.LoadModuleMemory(arena_module_.data(), arena_module_.size());
+    ASSERT_TRUE(status.ok()) << status.message();
+    status = session_.LookupModule("arena", &module_handle_);
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+
+  int64_t CallArenaLength(Status* status) {
+    Function fn;
+    *status = session_.LookupFunction("arena.arena_length", &fn);
+    if (!status->ok()) return -1;
+    osprey_value_t out = {};
+    size_t count = 0;
+    *status = Status(osprey_function_call_values(fn.get(), nullptr, 0, &out, 1, &count));
+    return status->ok() ? out.u.i64 : -1;
+  }
+
+  vm::AlignedBytes arena_module_;
+  Module module_handle_;
+};
+
+struct ReleaseCounter {
+  int calls = 0;
+  void* last = nullptr;
+  static void Release(void* user_data, void* memory) {
+    auto* counter = static_cast<ReleaseCounter*>(user_data);
+    ++counter->calls;
+    counter->last = memory;
+  }
+};
+
+TEST_F(ArenaTest, LooksUpModulesAndAttributes) {
+  Module none;
+  Status status = session_.LookupModule(nullptr, &none);
+  EXPECT_EQ(status.code(), OSPREY_STATUS_FAILED_PRECONDITION);
+  LoadArenaModule();
+  EXPECT_STREQ(module_handle_.name(), "arena");
+  const char* value = nullptr;
+  status = module_handle_.LookupAttribute("arena_size", &value);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_STREQ(value, "64");
+  status = module_handle_.LookupAttribute("missing", &value);
+  EXPECT_EQ(status.code(), OSPREY_STATUS_NOT_FOUND);
+  EXPECT_THAT(status.message(), HasSubstr("module 'arena' has no attribute 'missing'"));
+  EXPECT_EQ(value, nullptr);
+  size_t size = 0, alignment = 0;
+  status = module_handle_.ArenaRequirement(&size, &alignment);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(size, 64u);
+  EXPECT_EQ(alignment, 16u);
+
+  // The most recent module by default; unknown names list the loaded ones.
+  ASSERT_TRUE(session_.LoadModuleMemory(module_.data(), module_.size()).ok());
+  Module last;
+  ASSERT_TRUE(session_.LookupModule(nullptr, &last).ok());
+  EXPECT_STREQ(last.name(), "echo");
+  status = session_.LookupModule("nope", &last);
+  EXPECT_EQ(status.code(), OSPREY_STATUS_NOT_FOUND);
+  EXPECT_THAT(status.message(), HasSubstr("no module 'nope' in the session (loaded: arena, echo)"));
+  // A module without arena_size (not compiled by osprey-compile).
+  status = last.ArenaRequirement(&size, &alignment);
+  EXPECT_EQ(status.code(), OSPREY_STATUS_NOT_FOUND);
+  EXPECT_THAT(status.message(), HasSubstr("records no arena_size"));
+}
+
+TEST_F(ArenaTest, RunsInApplicationMemory) {
+  LoadArenaModule();
+  alignas(64) static uint8_t memory[96];
+  memset(memory, 0, sizeof(memory));
+  ReleaseCounter counter;
+  Status status = module_handle_.SetArena(memory, sizeof(memory), &ReleaseCounter::Release,
+                                          &counter);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(CallArenaLength(&status), 96);
+  ASSERT_TRUE(status.ok()) << status.message();
+
+  // The module writes through the arena into the caller's memory.
+  Function fill;
+  ASSERT_TRUE(session_.LookupFunction("arena.fill_arena", &fill).ok());
+  osprey_value_t in = {};
+  in.type = OSPREY_VALUE_TYPE_I32;
+  in.u.i32 = 0x5a5a5a5a;
+  size_t count = 0;
+  status = Status(osprey_function_call_values(fill.get(), &in, 1, nullptr, 0, &count));
+  ASSERT_TRUE(status.ok()) << status.message();
+  for (size_t i = 0; i < 64; ++i) ASSERT_EQ(memory[i], 0x5a) << i;
+  EXPECT_EQ(memory[64], 0);
+
+  // Loading another module relinks the session; the arena stays.
+  ASSERT_TRUE(session_.LoadModuleMemory(module_.data(), module_.size()).ok());
+  EXPECT_EQ(CallArenaLength(&status), 96);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(counter.calls, 0);
+
+  // Released once nothing uses it.
+  fill = Function();
+  session_ = Session();
+  module_handle_ = Module();
+  EXPECT_EQ(counter.calls, 1);
+  EXPECT_EQ(counter.last, memory);
+}
+
+TEST_F(ArenaTest, RejectsSmallMisalignedAndMissingArenas) {
+  LoadArenaModule();
+  alignas(64) static uint8_t memory[128];
+  ReleaseCounter counter;
+  Status status = module_handle_.SetArena(memory, 32, &ReleaseCounter::Release, &counter);
+  EXPECT_EQ(status.code(), OSPREY_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(status.message(),
+              HasSubstr("arena memory of 32 bytes is smaller than the 64 bytes module 'arena' "
+                        "needs"));
+  EXPECT_EQ(counter.calls, 1);  // Released on failure, as documented.
+  status = module_handle_.SetArena(memory + 8, 64, &ReleaseCounter::Release, &counter);
+  EXPECT_EQ(status.code(), OSPREY_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(status.message(), HasSubstr("is not aligned to the 16 bytes module 'arena' needs"));
+  EXPECT_EQ(counter.calls, 2);
+  // No arena was set: the module has nothing in its global.
+  EXPECT_EQ(CallArenaLength(&status), -1);
+  EXPECT_FALSE(status.ok());
+
+  auto bytes = vm::AssembleModule(kNoArenaModule);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  vm::AlignedBytes plain(*bytes);
+  ASSERT_TRUE(session_.LoadModuleMemory(plain.data(), plain.size()).ok());
+  Module plain_module;
+  ASSERT_TRUE(session_.LookupModule("plain", &plain_module).ok());
+  size_t size = 1, alignment = 0;
+  ASSERT_TRUE(plain_module.ArenaRequirement(&size, &alignment).ok());
+  EXPECT_EQ(size, 0u);
+  EXPECT_EQ(alignment, 1u);
+  const char* producer = nullptr;
+  ASSERT_TRUE(plain_module.LookupAttribute("producer", &producer).ok());
+  EXPECT_STREQ(producer, "hand-written");
+  status = plain_module.SetArena(memory, sizeof(memory));
+  EXPECT_EQ(status.code(), OSPREY_STATUS_FAILED_PRECONDITION);
+  EXPECT_THAT(status.message(), HasSubstr("module 'plain' has no arena"));
 }
 
 }  // namespace

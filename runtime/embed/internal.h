@@ -8,6 +8,7 @@
 #include "runtime/base/ref_ptr.h"
 #include "runtime/base/status.h"
 #include "runtime/embed/osprey.h"
+#include "vm/bytecode_module.h"
 #include "vm/context.h"
 #include "vm/instance.h"
 #include "vm/module.h"
@@ -38,6 +39,16 @@ struct osprey_session_t final : public osprey::RefObject {
   osprey::vm::Module* modules[kMaxModules] = {};  // Each retained.
   size_t module_count = 0;
   osprey::ref_ptr<osprey::vm::Context> context;
+  // Arenas the application supplied, per module index (null: none); given
+  // to each new context again when the session relinks.
+  osprey::ref_ptr<osprey::hal::Buffer> arenas[kMaxModules];
+};
+
+// A loaded application module of a session (always a bytecode module).
+struct osprey_module_t final : public osprey::RefObject {
+  osprey::ref_ptr<osprey_session_t> session;
+  const osprey::vm::BytecodeModule* module = nullptr;  // Retained by |session|.
+  size_t index = 0;  // In session->modules.
 };
 
 struct osprey_function_t final : public osprey::RefObject {
@@ -48,6 +59,10 @@ struct osprey_function_t final : public osprey::RefObject {
 };
 
 namespace osprey::embed {
+
+// Gives every arena in |session->arenas| to the module's set_arena in
+// |context| (a context of the session's modules).
+Status ApplyArenas(osprey_session_t* session, vm::Context* context);
 
 // Wraps |status| for the C API: null for OK, else a heap status the caller
 // frees with osprey_status_free.

@@ -251,6 +251,56 @@ osprey_status_t* osprey_session_load_module_memory(osprey_session_t* session, co
                                                    void* release_user_data);
 
 /*===------------------------------------------------------------------===*/
+/* Modules: attributes and the transient arena                            */
+/*===------------------------------------------------------------------===*/
+
+/* A module loaded into a session. The handle retains the session. */
+typedef struct osprey_module_t osprey_module_t;
+
+/* Finds the loaded module named |name|, or with |name| NULL the most
+ * recently loaded one. FAILED_PRECONDITION if no module is loaded;
+ * NOT_FOUND (listing the loaded modules) for an unknown name. */
+osprey_status_t* osprey_session_lookup_module(osprey_session_t* session, const char* name,
+                                              osprey_module_t** out_module);
+void osprey_module_retain(osprey_module_t* module);
+void osprey_module_release(osprey_module_t* module);
+/* The module's name; owned by the module. */
+const char* osprey_module_name(const osprey_module_t* module);
+
+/* Sets |*out_value| to the value of the module's reflection attribute |key|
+ * (a string owned by the module, valid while |module| lives). NOT_FOUND if
+ * the module has no such attribute. Compiled modules record e.g.
+ * "arena_size" and "arena_alignment". */
+osprey_status_t* osprey_module_lookup_attribute(const osprey_module_t* module, const char* key,
+                                                const char** out_value);
+
+/* The transient memory (arena) one call of the module's functions needs,
+ * from its "arena_size" and "arena_alignment" attributes, in bytes.
+ * |*out_size| is 0 for a module that needs no arena. NOT_FOUND if the
+ * module records no arena_size (it was not made by osprey-compile);
+ * DATA_LOSS if an attribute is not a valid number or the alignment is not a
+ * power of two. */
+osprey_status_t* osprey_module_arena_requirement(const osprey_module_t* module,
+                                                 size_t* out_size, size_t* out_alignment);
+
+/* Makes the module use |size| bytes of caller memory at |memory| as its
+ * arena in the module's session, instead of allocating one on the first
+ * call. The memory is imported as a device buffer (no copy) and handed to
+ * the module's exported set_arena. |memory| must stay valid until |release|
+ * runs (it also runs when this call fails), or with no |release| until the
+ * session and every function looked up from it are released. The session
+ * keeps the arena across later module loads. Calls of the module must not
+ * overlap (the session is thread-compatible); a call that fails drops the
+ * arena and the next call allocates one, so set it again after a failure.
+ * Errors: FAILED_PRECONDITION if the module has no arena (needs none or
+ * exports no set_arena); INVALID_ARGUMENT if |size| is smaller than
+ * osprey_module_arena_requirement's size or |memory| is not aligned to its
+ * alignment; the device's error (with context) if it cannot import host
+ * memory. */
+osprey_status_t* osprey_module_set_arena(osprey_module_t* module, void* memory, size_t size,
+                                         osprey_release_fn_t release, void* release_user_data);
+
+/*===------------------------------------------------------------------===*/
 /* Functions                                                              */
 /*===------------------------------------------------------------------===*/
 

@@ -171,6 +171,24 @@ class Function
   }
 };
 
+class Module : public Handle<osprey_module_t, osprey_module_retain, osprey_module_release> {
+ public:
+  using Handle::Handle;
+  const char* name() const { return osprey_module_name(get()); }
+  // See osprey_module_lookup_attribute; |*out_value| is owned by the module.
+  Status LookupAttribute(const char* key, const char** out_value) const {
+    return Status(osprey_module_lookup_attribute(get(), key, out_value));
+  }
+  Status ArenaRequirement(size_t* out_size, size_t* out_alignment) const {
+    return Status(osprey_module_arena_requirement(get(), out_size, out_alignment));
+  }
+  // See osprey_module_set_arena.
+  Status SetArena(void* memory, size_t size, osprey_release_fn_t release = nullptr,
+                  void* user_data = nullptr) {
+    return Status(osprey_module_set_arena(get(), memory, size, release, user_data));
+  }
+};
+
 class Session : public Handle<osprey_session_t, osprey_session_retain, osprey_session_release> {
  public:
   using Handle::Handle;
@@ -184,6 +202,13 @@ class Session : public Handle<osprey_session_t, osprey_session_retain, osprey_se
   Status LoadModuleMemory(const void* data, size_t size, osprey_release_fn_t release = nullptr,
                           void* user_data = nullptr) {
     return Status(osprey_session_load_module_memory(get(), data, size, release, user_data));
+  }
+  // |name| null: the most recently loaded module.
+  Status LookupModule(const char* name, Module* out) {
+    osprey_module_t* handle = nullptr;
+    Status status(osprey_session_lookup_module(get(), name, &handle));
+    if (status.ok()) *out = Module(handle);
+    return status;
   }
   Status LookupFunction(const char* name, Function* out) {
     osprey_function_t* handle = nullptr;

@@ -53,6 +53,8 @@ Status Relink(osprey_session_t* session) {
       vm::Context::Create(session->instance->vm_instance.get(),
                           std::span<vm::Module* const>(session->modules, session->module_count),
                           options, session->instance->host_allocator));
+  OSPREY_RETURN_IF_ERROR(osprey::embed::ApplyArenas(session, context.get()),
+                         "giving the application's arenas to the relinked context");
   session->context = std::move(context);
   return osprey::OkStatus();
 }
