@@ -15,6 +15,12 @@ using graph::Op;
 using graph::Value;
 using SK = ScalarKind;
 
+// Graph inputs are checked first, so a dynamic value inside the graph has a
+// shape computed from tensor data.
+constexpr const char *kDynamicResult =
+    "dynamic shapes are not implemented (the graph inputs are static, so "
+    "this shape depends on tensor values known only at run time)";
+
 class Lowering {
 public:
   explicit Lowering(const graph::Graph &graph) : graph_(graph) {}
@@ -95,8 +101,7 @@ private:
                           : std::string("value");
       return absl::UnimplementedError(
           where + " '" + v->name() + "' has dynamic type " + v->type().str() +
-          ": dynamic shapes are not implemented; pin the dynamic dimensions "
-          "of the graph inputs (osprey-compile --input-shape)");
+          ": " + kDynamicResult);
     }
     return newTensor(v->name(), v->type(), v);
   }
@@ -327,9 +332,7 @@ private:
       if (!result->type().hasStaticShape()) {
         return absl::UnimplementedError(
             op.describe() + ": result '" + result->name() + "' has dynamic "
-            "type " + result->type().str() + ": dynamic shapes are not "
-            "implemented; pin the dynamic dimensions of the graph inputs "
-            "(osprey-compile --input-shape)");
+            "type " + result->type().str() + ": " + kDynamicResult);
       }
     }
     if (k == "Constant") {

@@ -15,3 +15,6 @@ config.substitutions.append(("%models", config.osprey_models_dir))
 path = [config.osprey_bin_dir, os.path.dirname(config.filecheck),
         os.path.dirname(config.not_tool), config.environment.get("PATH", os.environ.get("PATH", ""))]
 config.environment["PATH"] = os.pathsep.join(path)
+# Tests that read compiled modules back need osprey-dump (OSPREY_BUILD_TOOLS).
+if os.path.exists(os.path.join(config.osprey_bin_dir, "osprey-dump")):
+    config.available_features.add("osprey-dump")

@@ -452,6 +452,14 @@ def pad_negative(out_dir):
                     "pad_negative"), out_dir, "pad_negative.onnx")
 
 
+def dynamic_batch(out_dir):
+    """A symbolic batch dimension "N" on the input (pinned with
+    osprey-compile --input-shape)."""
+    nodes = [helper.make_node("Relu", ["x:in"], ["y"], name="relu0")]
+    save(make_model(nodes, [tensor_info("x:in", ["N", 3])], [tensor_info("y", ["N", 3])], [],
+                    "dynamic_batch"), out_dir, "dynamic_batch.onnx")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -461,7 +469,7 @@ def main():
                  bad_group, old_opset_ops, shape_chain, external_data, many_ops,
                  old_opset, malformed, malformed_graphs, io_names, auto_pad_late,
                  external_saved, opset_forms, gelu_erf, softmax_opset11,
-                 pad_negative):
+                 pad_negative, dynamic_batch):
         make(args.out)
 
 
