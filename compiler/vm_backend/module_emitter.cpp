@@ -323,7 +323,8 @@ emitModule(const dispatch::DispatchProgram &d,
   std::map<unsigned, uint16_t> storage;
   for (size_t i = 0; i < p.inputs.size(); ++i) {
     unsigned t = p.inputs[i];
-    e.writer().SetLocation("input '" + p.tensors[t].name + "'");
+    e.writer().SetLocation("input '" + ioName(p.inputNames, p.inputs, i, p) +
+                           "'");
     uint32_t nameSegment =
         builder.AddRodata("name_" + p.tensors[t].name,
                           textBytes("input " + std::to_string(i) + " ('" +
