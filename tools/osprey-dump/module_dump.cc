@@ -46,6 +46,48 @@ void AppendPreview(const uint8_t* data, size_t length, std::string* out) {
   out->append(length > shown ? " ...]" : "]");
 }
 
+// Appends |text| with quotes, backslashes, control and non-ASCII bytes
+// escaped (\xNN), so names taken from a model cannot garble the output.
+void AppendEscaped(std::string* out, const char* text) {
+  for (const char* c = text; *c; ++c) {
+    const unsigned char byte = static_cast<unsigned char>(*c);
+    if (byte == '"' || byte == '\\') {
+      out->push_back('\\');
+      out->push_back(*c);
+    } else if (byte < 0x20 || byte >= 0x7f) {
+      Appendf(out, "\\x%02x", byte);
+    } else {
+      out->push_back(*c);
+    }
+  }
+}
+
+// Lists the model inputs and outputs of each export from the
+// <export>.<input|output>.<i>.<name|type> attributes osprey-compile records.
+void AppendIo(const vm::BytecodeModule& module, std::string* out) {
+  for (uint32_t e = 0; e < module.export_count(); ++e) {
+    const char* function = module.export_info(e).name;
+    for (const char* kind : {"input", "output"}) {
+      for (uint32_t i = 0;; ++i) {
+        char key[256];
+        snprintf(key, sizeof(key), "%s.%s.%u.name", function, kind, i);
+        const char* name = module.LookupAttribute(key);
+        if (!name) break;
+        snprintf(key, sizeof(key), "%s.%s.%u.type", function, kind, i);
+        const char* type = module.LookupAttribute(key);
+        Appendf(out, "  %s %s %u: \"", function, kind, i);
+        AppendEscaped(out, name);
+        out->append("\"");
+        if (type) {
+          out->append(" ");
+          AppendEscaped(out, type);
+        }
+        out->append("\n");
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool IsModule(std::span<const uint8_t> data) {
@@ -128,8 +170,15 @@ Status DumpModule(std::span<const uint8_t> data, std::string* out) {
                                     : module->function(uint32_t(module->initializer())).name);
   for (uint32_t i = 0; i < module->attribute_count(); ++i) {
     const vm::AttributeInfo attribute = module->attribute(i);
-    Appendf(out, "attribute: %s = %s\n", attribute.key, attribute.value);
+    out->append("attribute: ");
+    AppendEscaped(out, attribute.key);
+    out->append(" = ");
+    AppendEscaped(out, attribute.value);
+    out->append("\n");
   }
+  std::string io;
+  AppendIo(*module, &io);
+  if (!io.empty()) out->append("model inputs and outputs:\n").append(io);
 
   OSPREY_ASSIGN_OR_RETURN(std::string text, vm::Disassemble(aligned.span()),
                           "disassembling the module");

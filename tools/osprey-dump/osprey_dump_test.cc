@@ -14,6 +14,8 @@
 #include "hal/local/loaders/elf/elf_image.h"
 #include "tests/executables/test_executables.h"
 #include "tools/osprey-dump/dump.h"
+#include "vm/builder/module_builder.h"
+#include "vm/opcodes.h"
 
 namespace osprey::tools::dump {
 namespace {
@@ -119,6 +121,34 @@ TEST_F(OspreyDumpTest, SurvivesCrashingLibraryCode) {
   EXPECT_EQ(RunTool(bytes, &out), 1) << out;
   EXPECT_NE(out.find("dumping crashed"), std::string::npos) << out;
 #endif
+}
+
+TEST(OspreyDumpModuleTest, ListsModelInputsAndOutputsWithEscapedNames) {
+  vm::ModuleBuilder b("m");
+  uint32_t f = b.DeclareFunction("main", ":");
+  b.DefineFunction(f, {uint8_t(vm::Opcode::kReturn), 0}, {});
+  b.AddExport("main", f);
+  b.SetAttribute("main.input.0.name", "x:0");
+  b.SetAttribute("main.input.0.type", "2x3xf32");
+  b.SetAttribute("main.input.1.name", "a\n\"b\"");
+  b.SetAttribute("main.output.0.name", "y");
+  b.SetAttribute("main.output.0.type", "4xf32");
+  b.SetAttribute("main.output.2.name", "after a gap");
+  auto file = b.Build();
+  ASSERT_TRUE(file.ok());
+  std::string out;
+  Status status = DumpModule(*file, &out);
+  ASSERT_TRUE(status.ok());
+  EXPECT_NE(out.find("model inputs and outputs:\n"
+                     "  main input 0: \"x:0\" 2x3xf32\n"
+                     "  main input 1: \"a\\x0a\\\"b\\\"\"\n"
+                     "  main output 0: \"y\" 4xf32\n"
+                     "disassembly:"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("attribute: main.input.1.name = a\\x0a\\\"b\\\"\n"),
+            std::string::npos)
+      << out;
 }
 
 }  // namespace
