@@ -4,7 +4,9 @@
  *   embedding_sample MODULE.osp [DEVICE] [FUNCTION]
  *
  * The function must take two 4xf32 tensors and return one tensor (the e2e
- * runtime test module "simple_add" does: it adds them on the device). */
+ * runtime test module "simple_add" does: it adds them on the device). A
+ * module compiled by osprey-compile gets its transient arena from this
+ * program's memory instead of a runtime allocation. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -16,6 +18,40 @@ static int check(osprey_status_t* status, const char* what) {
   fprintf(stderr, "embedding_sample: %s: %s\n", what, osprey_status_message(status));
   osprey_status_free(status);
   return 0;
+}
+
+/* Gives the most recently loaded module an arena of the size and alignment
+ * it records, allocated here; *out_arena is freed by the caller after the
+ * session and its functions are released. Modules without arena attributes
+ * (not compiled by osprey-compile) or needing none are left alone. */
+static int supply_arena(osprey_session_t* session, void** out_arena) {
+  osprey_module_t* module = NULL;
+  size_t size = 0;
+  size_t alignment = 1;
+  int ok = check(osprey_session_lookup_module(session, NULL, &module), "looking up module");
+  if (ok) {
+    osprey_status_t* status = osprey_module_arena_requirement(module, &size, &alignment);
+    if (osprey_status_code(status) == OSPREY_STATUS_NOT_FOUND) {
+      osprey_status_free(status);
+      size = 0;
+    } else {
+      ok = check(status, "querying the arena");
+    }
+  }
+  if (ok && size > 0) {
+    /* aligned_alloc wants a multiple of the alignment. */
+    *out_arena = aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+    if (!*out_arena) {
+      fprintf(stderr, "embedding_sample: no memory for a %zu-byte arena\n", size);
+      ok = 0;
+    } else {
+      ok = check(osprey_module_set_arena(module, *out_arena, size, NULL, NULL), "setting arena");
+      if (ok) printf("%s: arena of %zu bytes in application memory\n",
+                     osprey_module_name(module), size);
+    }
+  }
+  osprey_module_release(module);
+  return ok;
 }
 
 int main(int argc, char** argv) {
@@ -34,6 +70,7 @@ int main(int argc, char** argv) {
   osprey_function_t* function = NULL;
   osprey_buffer_view_t* inputs[2] = {NULL, NULL};
   osprey_buffer_view_t* output = NULL;
+  void* arena = NULL;
 
   if (!check(osprey_instance_create(&instance), "creating instance")) goto done;
   if (!check(osprey_device_create(instance, device_name, NULL, 0, &device), "creating device")) {
@@ -41,6 +78,7 @@ int main(int argc, char** argv) {
   }
   if (!check(osprey_session_create(instance, device, &session), "creating session")) goto done;
   if (!check(osprey_session_load_module_file(session, module_path), "loading module")) goto done;
+  if (!supply_arena(session, &arena)) goto done;
   if (!check(osprey_session_lookup_function(session, function_name, &function), "lookup")) {
     goto done;
   }
@@ -92,5 +130,6 @@ done:
   osprey_session_release(session);
   osprey_device_release(device);
   osprey_instance_release(instance);
+  free(arena);
   return ok ? 0 : 1;
 }
