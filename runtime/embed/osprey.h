@@ -5,6 +5,8 @@
  *   osprey_device_t    one device ("cpu-sync", "cpu-task", "npu") of a driver.
  *   osprey_session_t   a VM context on one device: the HAL module plus the
  *                      modules the application loads into it.
+ *   osprey_module_t    a module loaded into a session: its name, reflection
+ *                      attributes and transient arena.
  *   osprey_function_t  an exported function of a loaded module.
  *   osprey_buffer_view_t  a shaped, typed tensor in device-visible memory.
  *
@@ -27,6 +29,7 @@
  *   - session: thread-compatible. Calls into one session (loading modules,
  *     lookups, osprey_function_call) must not overlap; use one session per
  *     thread for concurrent inference. Retain/release are thread-safe.
+ *   - module: as its session (set_arena is a call into the session).
  *   - buffer view: its shape and type never change. Reading its contents
  *     while a call that writes it is running is a data race.
  *   - status: owned by one thread at a time.
@@ -45,7 +48,7 @@ extern "C" {
 #endif
 
 #define OSPREY_API_VERSION_MAJOR 0
-#define OSPREY_API_VERSION_MINOR 1
+#define OSPREY_API_VERSION_MINOR 2
 
 /*===------------------------------------------------------------------===*/
 /* Status                                                                 */
