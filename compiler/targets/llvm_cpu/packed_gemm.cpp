@@ -7,7 +7,8 @@
 //   for each chunk of kc reduction steps:
 //     pack B into panel[k][Npad] (padding, stride, dilation resolved here,
 //     once per tile; columns past nTile are zero)
-//     for each NR-wide column chunk, for each block of MR rows:
+//     for each NR-wide column chunk, for each block of MR rows (rows
+//     outermost when the tile has at most two chunks):
 //       microkernel: acc block (MR x NR, in registers) += A rows x panel
 //   epilogue: fused ops and store, element by element.
 // A (weights of a convolution, the left matrix of a matmul) is read in place
@@ -400,9 +401,8 @@ public:
             b_.CreateAdd(mExt, idx(shape_.mr - 1)), idx(shape_.mr));
         llvm::Value *nChunks = b_.CreateUDiv(
             b_.CreateAdd(nTile, idx(nr_ - 1)), idx(nr_));
-        // Column chunks outermost: one chunk of the panel (kc x NR) stays
-        // in L1 while the rows of A stream past it.
-        loop(idx(0), nChunks, [&](llvm::Value *c) {
+        // One MR x NR block of C: A rows times column chunk |c|.
+        auto block = [&](llvm::Value *c, llvm::Value *mb) {
           llvm::Value *bp =
               b_.CreateInBoundsGEP(f32, panel_, b_.CreateMul(c, idx(nr_)));
           llvm::Value *narrow = nullptr;
@@ -412,42 +412,54 @@ public:
                 b_.CreateSub(nTile, b_.CreateMul(c, idx(nr_)));
             narrow = b_.CreateICmpSLE(width, idx(shape_.vectorWidth));
           }
-          loop(idx(0), mBlocks, [&](llvm::Value *mb) {
-            llvm::Value *m0 = b_.CreateMul(mb, idx(shape_.mr));
-            llvm::Value *rows = b_.CreateSub(mExt, m0);
-            rows = b_.CreateSelect(b_.CreateICmpSLT(rows, idx(shape_.mr)),
-                                   rows, idx(shape_.mr));
-            llvm::Value *aRow = b_.CreateInBoundsGEP(
-                f32, aBase,
-                b_.CreateAdd(aOff,
-                             b_.CreateMul(b_.CreateAdd(lo[plan_.mLoop], m0),
-                                          idx(lda))));
-            llvm::Value *cp = b_.CreateInBoundsGEP(
-                f32, accs_,
-                b_.CreateAdd(b_.CreateMul(m0, idx(nPad_)),
-                             b_.CreateMul(c, idx(nr_))));
-            llvm::SmallVector<llvm::Value *, 8> args = {
-                aRow, idx(lda), idx(aK), rows, bp, cp, kc};
-            if (!narrow) {
-              b_.CreateCall(kernel(shape_.nv), args);
-              return;
-            }
-            llvm::BasicBlock *wide =
-                llvm::BasicBlock::Create(ctx_, "gemm_wide", fn_);
-            llvm::BasicBlock *thin =
-                llvm::BasicBlock::Create(ctx_, "gemm_narrow", fn_);
-            llvm::BasicBlock *join =
-                llvm::BasicBlock::Create(ctx_, "gemm_join", fn_);
-            b_.CreateCondBr(narrow, thin, wide);
-            b_.SetInsertPoint(wide);
+          llvm::Value *m0 = b_.CreateMul(mb, idx(shape_.mr));
+          llvm::Value *rows = b_.CreateSub(mExt, m0);
+          rows = b_.CreateSelect(b_.CreateICmpSLT(rows, idx(shape_.mr)),
+                                 rows, idx(shape_.mr));
+          llvm::Value *aRow = b_.CreateInBoundsGEP(
+              f32, aBase,
+              b_.CreateAdd(aOff,
+                           b_.CreateMul(b_.CreateAdd(lo[plan_.mLoop], m0),
+                                        idx(lda))));
+          llvm::Value *cp = b_.CreateInBoundsGEP(
+              f32, accs_,
+              b_.CreateAdd(b_.CreateMul(m0, idx(nPad_)),
+                           b_.CreateMul(c, idx(nr_))));
+          llvm::SmallVector<llvm::Value *, 8> args = {
+              aRow, idx(lda), idx(aK), rows, bp, cp, kc};
+          if (!narrow) {
             b_.CreateCall(kernel(shape_.nv), args);
-            b_.CreateBr(join);
-            b_.SetInsertPoint(thin);
-            b_.CreateCall(kernel(1), args);
-            b_.CreateBr(join);
-            b_.SetInsertPoint(join);
+            return;
+          }
+          llvm::BasicBlock *wide =
+              llvm::BasicBlock::Create(ctx_, "gemm_wide", fn_);
+          llvm::BasicBlock *thin =
+              llvm::BasicBlock::Create(ctx_, "gemm_narrow", fn_);
+          llvm::BasicBlock *join =
+              llvm::BasicBlock::Create(ctx_, "gemm_join", fn_);
+          b_.CreateCondBr(narrow, thin, wide);
+          b_.SetInsertPoint(wide);
+          b_.CreateCall(kernel(shape_.nv), args);
+          b_.CreateBr(join);
+          b_.SetInsertPoint(thin);
+          b_.CreateCall(kernel(1), args);
+          b_.CreateBr(join);
+          b_.SetInsertPoint(join);
+        };
+        if (chunks_ <= kRowsOuterChunks) {
+          // Few column chunks (7x7 maps): the rows of A, often too many to
+          // stay in L2 (a 512-channel 3x3 layer has 9 MB of weights), are
+          // read from memory once and reused from L1 for every chunk.
+          loop(idx(0), mBlocks, [&](llvm::Value *mb) {
+            loop(idx(0), nChunks, [&](llvm::Value *c) { block(c, mb); });
           });
-        });
+        } else {
+          // Column chunks outermost: one chunk of the panel (kc x NR) stays
+          // in L1 while the rows of A stream past it.
+          loop(idx(0), nChunks, [&](llvm::Value *c) {
+            loop(idx(0), mBlocks, [&](llvm::Value *mb) { block(c, mb); });
+          });
+        }
       });
       // Epilogue: fused ops and store per element.
       loop(idx(0), mExt, [&](llvm::Value *m) {
@@ -658,6 +670,9 @@ private:
 
   const GemmPlan &plan_;
   GemmKernelShape shape_;
+  // Tiles with at most this many column chunks loop over rows of A
+  // outermost.
+  static constexpr int64_t kRowsOuterChunks = 2;
   int64_t nr_ = 0, k_ = 0, kc_ = 0, chunks_ = 0, nPad_ = 0, mPad_ = 0;
   // N loop run in sub-tiles of subSize_ when the tile's scratch is too big.
   int subLoop_ = -1;
