@@ -52,7 +52,8 @@ func @mix(i32, i64, f32, f64) -> (f64) regs(i=1, l=1, f=1, d=3) export {
 // arena_size/arena_alignment and exports set_arena(hal.buffer), which checks
 // the length and keeps the buffer in a module global. fill_arena writes a
 // 4-byte pattern over the arena on the device; arena_length returns the
-// length of the arena in use.
+// length of the arena in use; fail_after_taking_arena empties the global and
+// fails, as a compiled call that fails mid-way does.
 constexpr char kArenaModule[] = R"(
 module @arena version 1
 import @hal.buffer.length(ref) -> (i64)
@@ -79,6 +80,12 @@ func @arena_length() -> (i64) regs(l=1, r=1) export {
   global.load.ref %r0, 0
   call.import @hal.buffer.length(%r0) -> (%l0)
   return %l0
+}
+
+func @fail_after_taking_arena() regs(r=1) export {
+  const.ref.null %r0
+  global.store.ref %r0, 0
+  fail INTERNAL, "kernel failed"
 }
 
 func @fill_arena(i32) regs(i=3, l=2, r=3) export {
@@ -500,6 +507,16 @@ TEST_F(ArenaTest, RunsInApplicationMemory) {
   ASSERT_TRUE(status.ok()) << status.message();
   for (size_t i = 0; i < 64; ++i) ASSERT_EQ(memory[i], 0x5a) << i;
   EXPECT_EQ(memory[64], 0);
+
+  // A failed call drops the module's arena; the session gives it back.
+  Function failing;
+  ASSERT_TRUE(session_.LookupFunction("arena.fail_after_taking_arena", &failing).ok());
+  status = Status(osprey_function_call_values(failing.get(), nullptr, 0, nullptr, 0, &count));
+  EXPECT_EQ(status.code(), OSPREY_STATUS_INTERNAL);
+  EXPECT_THAT(status.message(), HasSubstr("kernel failed"));
+  EXPECT_EQ(CallArenaLength(&status), 96);
+  ASSERT_TRUE(status.ok()) << status.message();
+  failing = Function();
 
   // Loading another module relinks the session; the arena stays.
   ASSERT_TRUE(session_.LoadModuleMemory(module_.data(), module_.size()).ok());

@@ -292,9 +292,10 @@ osprey_status_t* osprey_module_arena_requirement(const osprey_module_t* module,
  * the module's exported set_arena. |memory| must stay valid until |release|
  * runs (it also runs when this call fails), or with no |release| until the
  * session and every function looked up from it are released. The session
- * keeps the arena across later module loads. Calls of the module must not
- * overlap (the session is thread-compatible); a call that fails drops the
- * arena and the next call allocates one, so set it again after a failure.
+ * keeps the arena across later module loads and gives it back to the module
+ * after a call of a function looked up since the last load fails (compiled
+ * modules drop their arena on failure). Calls of the module must not
+ * overlap (the session is thread-compatible).
  * Errors: FAILED_PRECONDITION if the module has no arena (needs none or
  * exports no set_arena); INVALID_ARGUMENT if |size| is smaller than
  * osprey_module_arena_requirement's size or |memory| is not aligned to its

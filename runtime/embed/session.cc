@@ -179,9 +179,23 @@ Status CallValues(osprey_function_t* function, const osprey_value_t* inputs, siz
           function->function.signature_text());
     }
   }
-  OSPREY_RETURN_IF_ERROR(function->context->Invoke(
+  Status invoked = function->context->Invoke(
       function->function, std::span<const vm::Value>(args, input_count),
-      std::span<vm::Value>(results, signature.result_count)));
+      std::span<vm::Value>(results, signature.result_count));
+  if (!invoked.ok()) {
+    // A compiled module drops its arena when a call fails after taking it;
+    // hand the application's arenas back so the next call does not
+    // allocate one. Only the session's current context has every module.
+    osprey_session_t* session = function->session.get();
+    if (function->context.get() == session->context.get()) {
+      Status restored = osprey::embed::ApplyArenas(session, session->context.get());
+      if (!restored.ok()) {
+        invoked.Annotate("restoring the application's arenas afterwards also failed: %s",
+                         restored.message());
+      }
+    }
+    return invoked;
+  }
   // Check every result before handing any out so a failure leaks nothing.
   for (size_t k = 0; k < signature.result_count; ++k) {
     if (signature.results[k] != 'r') continue;
