@@ -6,7 +6,7 @@
 //   acc[Mpad][Npad] = init
 //   for each chunk of kc reduction steps:
 //     pack B into panel[k][Npad] (padding, stride, dilation resolved here,
-//     once per tile; columns past nTile are zero)
+//     once per tile; columns past nTile are zeroed once per tile)
 //     for each NR-wide column chunk, for each block of MR rows (rows
 //     outermost when the tile has at most two chunks):
 //       microkernel: acc block (MR x NR, in registers) += A rows x panel
@@ -357,6 +357,19 @@ public:
         b_.CreateStore(llvm::ConstantFP::get(f32, *op.init),
                        b_.CreateInBoundsGEP(f32, accs_, i));
       });
+      // Zero the columns past the tile in its last column chunk, once: the
+      // packing below writes only columns [0, nTile).
+      llvm::Value *end = b_.CreateMul(
+          b_.CreateUDiv(b_.CreateAdd(nTile, idx(nr_ - 1)), idx(nr_)),
+          idx(nr_));
+      loop(idx(0), idx(kc_), [&](llvm::Value *kk) {
+        llvm::Value *row = b_.CreateMul(kk, idx(nPad_));
+        loop(nTile, end, [&](llvm::Value *j) {
+          b_.CreateStore(
+              llvm::ConstantFP::get(f32, 0.0),
+              b_.CreateInBoundsGEP(f32, panel_, b_.CreateAdd(row, j)));
+        });
+      });
       int64_t kChunks = (k_ + kc_ - 1) / kc_;
       loop(idx(0), idx(kChunks), [&](llvm::Value *chunk) {
         llvm::Value *k0 = b_.CreateMul(chunk, idx(kc_));
@@ -375,15 +388,6 @@ public:
           forRows(lo, hi, nStride, [&](llvm::Value *j) {
             packRow(lo[plan_.nLoops.back()], hi[plan_.nLoops.back()],
                     b_.CreateAdd(row, j));
-          });
-          // Zero the columns past the tile in its last chunk.
-          llvm::Value *end = b_.CreateMul(
-              b_.CreateUDiv(b_.CreateAdd(nTile, idx(nr_ - 1)), idx(nr_)),
-              idx(nr_));
-          loop(nTile, end, [&](llvm::Value *j) {
-            b_.CreateStore(
-                llvm::ConstantFP::get(f32, 0.0),
-                b_.CreateInBoundsGEP(f32, panel_, b_.CreateAdd(row, j)));
           });
         });
         for (unsigned d : plan_.kLoops) {
