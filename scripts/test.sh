@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Runs the default test suite: builds the host tree (incrementally), runs
-# every ctest except the long labels (qemu, stress, fuzz, bench), and checks
+# every ctest except the long labels (stress, fuzz, bench), and checks
 # that the runtime still cross-builds for a Cortex-M4.
 #
-#   OSPREY_TEST_LABELS_EXCLUDE  ctest -LE regex (default: qemu|stress|fuzz|bench)
+#   OSPREY_TEST_LABELS_EXCLUDE  ctest -LE regex (default: stress|fuzz|bench)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${OSPREY_BUILD_DIR:-$root/build}"
-exclude="${OSPREY_TEST_LABELS_EXCLUDE:-qemu|stress|fuzz|bench}"
+exclude="${OSPREY_TEST_LABELS_EXCLUDE:-stress|fuzz|bench}"
 
 if [[ ! -f "$build_dir/build.ninja" ]]; then
   OSPREY_SKIP_APT=1 bash "$root/scripts/setup.sh"
