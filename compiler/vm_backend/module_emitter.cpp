@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 
+#include "compiler/graph/status.h"
 #include "hal/types.h"
 #include "vm/builder/module_builder.h"
 #include "vm/opcodes.h"
@@ -34,6 +35,16 @@ public:
   uint16_t reg(Bank bank) { return counts_[int(bank)]++; }
   std::array<uint16_t, vm::kBankCount> counts() const { return counts_; }
   vm::BytecodeWriter &writer() { return w_; }
+
+  // Finishes the bytecode and defines it as function |index| of the module.
+  absl::Status define(uint32_t index, const std::string &name) {
+    auto code = w_.Finish();
+    if (!code.ok()) {
+      return toAbsl(code.status(), "finishing the bytecode of " + name);
+    }
+    builder_.DefineFunction(index, std::move(*code), counts_, w_.locations());
+    return absl::OkStatus();
+  }
 
   uint16_t constI32(int32_t v) {
     uint16_t r = reg(Bank::kI32);
@@ -279,12 +290,7 @@ emitModule(const dispatch::DispatchProgram &d,
       e.globalStoreRef(wrapped, global);
     }
     e.ret({});
-    auto code = e.writer().Finish();
-    if (!code.ok()) {
-      return toAbsl(code.status(), "finishing the bytecode of __init");
-    }
-    builder.DefineFunction(init, std::move(*code), e.counts(),
-                           e.writer().locations());
+    COMPILER_RETURN_IF_ERROR(e.define(init, "__init"));
     builder.SetInitializer(static_cast<int32_t>(init));
   }
   std::string signature(p.inputs.size(), 'r');
@@ -460,12 +466,7 @@ emitModule(const dispatch::DispatchProgram &d,
                                  elementTypeReg(t), shapeOf(t)}));
   }
   e.ret(results);
-  auto code = e.writer().Finish();
-  if (!code.ok()) {
-    return toAbsl(code.status(), "finishing the bytecode of main");
-  }
-  builder.DefineFunction(fn, std::move(*code), e.counts(),
-                         e.writer().locations());
+  COMPILER_RETURN_IF_ERROR(e.define(fn, "main"));
   builder.AddExport("main", fn);
   if (d.arenaSize > 0) {
     // set_arena(buffer): the application supplies the context's arena (at
@@ -494,12 +495,7 @@ emitModule(const dispatch::DispatchProgram &d,
         failureArgs);
     s.globalStoreRef(buffer, arenaGlobal);
     s.ret({});
-    auto setCode = s.writer().Finish();
-    if (!setCode.ok()) {
-      return toAbsl(setCode.status(), "finishing the bytecode of set_arena");
-    }
-    builder.DefineFunction(setArena, std::move(*setCode), s.counts(),
-                           s.writer().locations());
+    COMPILER_RETURN_IF_ERROR(s.define(setArena, "set_arena"));
     builder.AddExport("set_arena", setArena);
   }
   vm::BuildOptions options;
