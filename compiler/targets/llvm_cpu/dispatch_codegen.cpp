@@ -9,6 +9,7 @@
 #include "compiler/graph/status.h"
 #include "compiler/targets/llvm_cpu/math.h"
 #include "compiler/targets/llvm_cpu/packed_gemm.h"
+#include "compiler/targets/llvm_cpu/row_conv.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/MDBuilder.h"
@@ -139,8 +140,9 @@ public:
       hi[d] = b_.CreateSelect(b_.CreateICmpSLT(end, hi[d]), end, hi[d]);
     }
     // Convolutions and contractions of matrix-product form take the packed
-    // panel path (packed_gemm.h) when it applies.
-    PackedGemmHooks hooks{
+    // panel path (packed_gemm.h) when it applies, depthwise convolutions with
+    // long rows the row path (row_conv.h).
+    TileHooks hooks{
         [&](unsigned t) { return bindings_.at(t); },
         [&](const OperandAccess &in, llvm::ArrayRef<llvm::Value *> ivs) {
           return loadOperand(in, ivs);
@@ -150,6 +152,10 @@ public:
         }};
     COMPILER_ASSIGN_OR_RETURN(bool packed,
                               emitPackedGemm(p_, r_, b_, fn_, lo, hi, hooks));
+    if (!packed) {
+      COMPILER_ASSIGN_OR_RETURN(packed,
+                                emitRowConv(p_, r_, b_, fn_, lo, hi, hooks));
+    }
     if (packed) {
       b_.CreateRet(resultCode());
       return fn_;

@@ -1,5 +1,4 @@
-// Packed-panel matrix product for convolution and contraction roots, and
-// row-by-row depthwise convolutions.
+// Packed-panel matrix product for convolution and contraction roots.
 //
 // Matrix product, per workgroup tile (batch indices fixed, M rows [m0, m1),
 // N box flattened to j in [0, nTile)):
@@ -63,168 +62,12 @@ GemmKernelShape gemmKernelShape(llvm::StringRef triple,
 
 namespace {
 
-// Loop, index and row-split helpers shared by the emitters below; they emit
-// at the builder's insertion point inside |fn| with loop indices ivs_.
-class TileEmitter {
-public:
-  TileEmitter(const dispatch::DispatchProgram &p,
-              const dispatch::DispatchRegion &r, llvm::IRBuilder<> &b,
-              llvm::Function *fn, const PackedGemmHooks &hooks)
-      : p_(p), r_(r), b_(b), fn_(fn), m_(*fn->getParent()),
-        ctx_(fn->getContext()), hooks_(hooks) {
-    idxTy_ = m_.getDataLayout().getIntPtrType(ctx_);
-  }
-
-  const StructuredOp &root() const { return p_.program.ops[r_.ops[0]]; }
-
-  // Largest extent of root loop |d| in one workgroup.
-  int64_t maxExtent(unsigned d) const {
-    int64_t bound = root().bounds[d];
-    bool tiled = std::find(r_.tiledLoops.begin(), r_.tiledLoops.end(), d) !=
-                 r_.tiledLoops.end();
-    if (tiled && d < r_.tileSizes.size() && r_.tileSizes[d] > 0) {
-      return std::min(bound, r_.tileSizes[d]);
-    }
-    return bound;
-  }
-
-protected:
-  llvm::Value *idx(int64_t v) { return llvm::ConstantInt::get(idxTy_, v); }
-
-  llvm::Value *evalExpr(const structured::AffineExpr &e) {
-    llvm::Value *v = idx(e.constant);
-    for (unsigned d = 0; d < e.coeffs.size(); ++d) {
-      if (e.coeffs[d] != 0) {
-        v = b_.CreateAdd(v, b_.CreateMul(ivs_[d], idx(e.coeffs[d]), "", false,
-                                         true),
-                         "", false, true);
-      }
-    }
-    return v;
-  }
-
-  // for (iv = lo; iv < hi; ++iv) body(iv). |noInterleave| asks the loop
-  // vectorizer for one vector per iteration: rows of 28-56 elements would
-  // otherwise run mostly in the scalar remainder of a 4x interleaved loop.
-  void loop(llvm::Value *lo, llvm::Value *hi,
-            llvm::function_ref<void(llvm::Value *)> body,
-            bool noInterleave = false) {
-    llvm::BasicBlock *pre = b_.GetInsertBlock();
-    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "gemm_loop", fn_);
-    llvm::BasicBlock *bodyBlock =
-        llvm::BasicBlock::Create(ctx_, "gemm_body", fn_);
-    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "gemm_exit", fn_);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode *iv = b_.CreatePHI(idxTy_, 2);
-    iv->addIncoming(lo, pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), bodyBlock, exit);
-    b_.SetInsertPoint(bodyBlock);
-    body(iv);
-    iv->addIncoming(b_.CreateAdd(iv, idx(1), "", true, true),
-                    b_.GetInsertBlock());
-    llvm::BranchInst *latch = b_.CreateBr(header);
-    if (noInterleave) {
-      llvm::Metadata *count[] = {
-          llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
-          llvm::ConstantAsMetadata::get(b_.getInt32(1))};
-      llvm::Metadata *fold[] = {
-          llvm::MDString::get(ctx_, "llvm.loop.vectorize.predicate.enable"),
-          llvm::ConstantAsMetadata::get(b_.getTrue())};
-      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx_, count),
-                               llvm::MDNode::get(ctx_, fold)};
-      llvm::MDNode *id = llvm::MDNode::getDistinct(ctx_, ops);
-      id->replaceOperandWith(0, id);
-      latch->setMetadata(llvm::LLVMContext::MD_loop, id);
-    }
-    b_.SetInsertPoint(exit);
-  }
-
-  // Reads of |in| along loop |d| over [lo, hi) with the other loop indices
-  // fixed: the linear element offset is base + step * iv, and reads with iv
-  // in [first, last) are inside the tensor (no padding check needed).
-  struct RowSplit {
-    llvm::Value *base, *first, *last;
-    int64_t step;
-  };
-  RowSplit splitRow(const structured::OperandAccess &in, unsigned d,
-                    llvm::Value *lo, llvm::Value *hi) {
-    llvm::ArrayRef<int64_t> dims = p_.program.tensors[in.tensor].type.dims();
-    llvm::Value *saved = ivs_[d];
-    ivs_[d] = idx(0);
-    llvm::Value *base = idx(0);
-    int64_t stride = 1, step = 0;
-    llvm::Value *first = lo, *last = hi;
-    llvm::Value *inside = nullptr;
-    for (size_t k = dims.size(); k-- > 0;) {
-      const structured::AffineExpr &e = in.map.results[k];
-      llvm::Value *v = evalExpr(e);
-      base = b_.CreateAdd(base, b_.CreateMul(v, idx(stride)));
-      int64_t c = e.coeffs[d];
-      step += c * stride;
-      stride *= dims[k];
-      if (!in.padValue) {
-        continue;
-      }
-      if (c == 0) {
-        llvm::Value *ok = b_.CreateICmpULT(v, idx(dims[k]));
-        inside = inside ? b_.CreateAnd(inside, ok) : ok;
-        continue;
-      }
-      if (c < 0) {
-        // Reversed windows are rare: the whole row takes the checked path.
-        inside = b_.getFalse();
-        continue;
-      }
-      // v + c * iv in [0, dims[k]) for iv in [first, last).
-      llvm::Value *neg = b_.CreateSub(idx(0), v);
-      neg = b_.CreateSelect(b_.CreateICmpSGT(neg, idx(0)), neg, idx(0));
-      llvm::Value *from = b_.CreateUDiv(b_.CreateAdd(neg, idx(c - 1)), idx(c));
-      llvm::Value *top = b_.CreateSub(idx(dims[k] - 1), v);
-      llvm::Value *to = b_.CreateSelect(
-          b_.CreateICmpSLT(top, idx(0)), idx(0),
-          b_.CreateAdd(b_.CreateUDiv(top, idx(c)), idx(1)));
-      first = b_.CreateSelect(b_.CreateICmpSGT(from, first), from, first);
-      last = b_.CreateSelect(b_.CreateICmpSLT(to, last), to, last);
-    }
-    if (inside) {
-      first = b_.CreateSelect(inside, first, lo);
-      last = b_.CreateSelect(inside, last, lo);
-    }
-    first = b_.CreateSelect(b_.CreateICmpSLT(first, hi), first, hi);
-    last = b_.CreateSelect(b_.CreateICmpSLT(last, first), first, last);
-    ivs_[d] = saved;
-    return {base, first, last, step};
-  }
-
-  // The element at offset base + step * iv of |in|, read without checks.
-  llvm::Value *loadAt(const structured::OperandAccess &in,
-                      const RowSplit &split, llvm::Value *iv) {
-    llvm::Value *off = b_.CreateAdd(
-        split.base, b_.CreateMul(iv, idx(split.step), "", false, true), "",
-        false, true);
-    return b_.CreateLoad(
-        b_.getFloatTy(),
-        b_.CreateInBoundsGEP(b_.getFloatTy(), hooks_.base(in.tensor), off));
-  }
-
-  const dispatch::DispatchProgram &p_;
-  const dispatch::DispatchRegion &r_;
-  llvm::IRBuilder<> &b_;
-  llvm::Function *fn_;
-  llvm::Module &m_;
-  llvm::LLVMContext &ctx_;
-  const PackedGemmHooks &hooks_;
-  llvm::Type *idxTy_;
-  std::vector<llvm::Value *> ivs_;
-};
-
 class PackedGemmEmitter : public TileEmitter {
 public:
   PackedGemmEmitter(const dispatch::DispatchProgram &p,
                     const dispatch::DispatchRegion &r, llvm::IRBuilder<> &b,
                     llvm::Function *fn, const GemmPlan &plan,
-                    const GemmKernelShape &shape, const PackedGemmHooks &hooks)
+                    const GemmKernelShape &shape, const TileHooks &hooks)
       : TileEmitter(p, r, b, fn, hooks), plan_(plan), shape_(shape) {
     nr_ = shape.vectorWidth * shape.nv;
   }
@@ -685,165 +528,6 @@ private:
   llvm::AllocaInst *accs_ = nullptr;
 };
 
-// A convolution without a matrix-product form (depthwise) row by row:
-//   acc[0..W) = init
-//   for each reduction step: w = A(step); acc[i] += w * B(step, i)
-//   epilogue per element
-// with each row of B split into a checked border and an unchecked strided
-// interior, so the interior loop vectorizes with plain (or interleaved)
-// loads.
-class RowConvEmitter : public TileEmitter {
-public:
-  RowConvEmitter(const dispatch::DispatchProgram &p,
-                 const dispatch::DispatchRegion &r, llvm::IRBuilder<> &b,
-                 llvm::Function *fn, const structured::RowConvPlan &plan,
-                 const PackedGemmHooks &hooks)
-      : TileEmitter(p, r, b, fn, hooks), plan_(plan) {}
-
-  absl::Status emit(llvm::ArrayRef<llvm::Value *> lo,
-                    llvm::ArrayRef<llvm::Value *> hi) {
-    const StructuredOp &op = root();
-    llvm::Type *f32 = b_.getFloatTy();
-    unsigned d = plan_.inner;
-    acc_ = b_.CreateAlloca(llvm::ArrayType::get(f32, maxExtent(d)), nullptr,
-                           "acc_row");
-    acc_->setAlignment(llvm::Align(64));
-    ivs_.assign(lo.begin(), lo.end());
-    std::vector<unsigned> outer, reduction;
-    for (unsigned i = 0; i < op.bounds.size(); ++i) {
-      if (op.iterators[i] != structured::IteratorType::Parallel) {
-        reduction.push_back(i);
-      } else if (i != d) {
-        outer.push_back(i);
-      }
-    }
-    auto slot = [&](llvm::Value *iv) {
-      return b_.CreateInBoundsGEP(f32, acc_, b_.CreateSub(iv, lo[d]));
-    };
-    absl::Status status = absl::OkStatus();
-    nest(outer, 0, lo, hi, [&] {
-      loop(lo[d], hi[d], [&](llvm::Value *iv) {
-        b_.CreateStore(llvm::ConstantFP::get(f32, *op.init), slot(iv));
-      });
-      std::vector<llvm::Value *> zero(op.bounds.size(), idx(0));
-      std::vector<llvm::Value *> bound;
-      for (int64_t v : op.bounds) {
-        bound.push_back(idx(v));
-      }
-      // The innermost reduction loops (kh, kw) are unrolled into the row
-      // pass while their taps number at most kMaxTaps: one accumulator load
-      // and store per output for all taps, over the intersection of the
-      // taps' interiors (a row next to the top or bottom padding runs
-      // through the checked loads).
-      const structured::OperandAccess &in = op.inputs[plan_.b];
-      std::vector<unsigned> rolled = reduction, unrolled;
-      int64_t taps = 1;
-      while (!rolled.empty() &&
-             taps * std::max<int64_t>(1, op.bounds[rolled.back()]) <=
-                 kMaxTaps) {
-        taps *= std::max<int64_t>(1, op.bounds[rolled.back()]);
-        unrolled.insert(unrolled.begin(), rolled.back());
-        rolled.pop_back();
-      }
-      // Sets the unrolled loops' indices to tap |t| (last loop fastest).
-      auto setTap = [&](int64_t t) {
-        for (size_t i = unrolled.size(); i-- > 0;) {
-          int64_t bound = std::max<int64_t>(1, op.bounds[unrolled[i]]);
-          ivs_[unrolled[i]] = idx(t % bound);
-          t /= bound;
-        }
-      };
-      nest(rolled, 0, zero, bound, [&] {
-        ivs_[d] = lo[d];
-        std::vector<llvm::Value *> w;
-        std::vector<RowSplit> split;
-        llvm::Value *first = lo[d], *last = hi[d];
-        for (int64_t t = 0; t < taps; ++t) {
-          setTap(t);
-          w.push_back(hooks_.load(op.inputs[plan_.a], ivs_));
-          split.push_back(splitRow(in, d, lo[d], hi[d]));
-          first = b_.CreateSelect(b_.CreateICmpSGT(split.back().first, first),
-                                  split.back().first, first);
-          last = b_.CreateSelect(b_.CreateICmpSLT(split.back().last, last),
-                                 split.back().last, last);
-        }
-        last = b_.CreateSelect(b_.CreateICmpSLT(last, first), first, last);
-        auto accumulate = [&](llvm::Value *iv,
-                              llvm::function_ref<llvm::Value *(int64_t)> x) {
-          llvm::Value *at = slot(iv);
-          llvm::Value *sum = b_.CreateLoad(f32, at);
-          for (int64_t t = 0; t < taps; ++t) {
-            sum = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {f32},
-                                     {x(t), w[t], sum});
-          }
-          b_.CreateStore(sum, at);
-        };
-        auto checked = [&](llvm::Value *iv) {
-          ivs_[d] = iv;
-          accumulate(iv, [&](int64_t t) {
-            setTap(t);
-            return hooks_.load(in, ivs_);
-          });
-        };
-        loop(lo[d], first, checked);
-        loop(
-            first, last,
-            [&](llvm::Value *iv) {
-              accumulate(iv,
-                         [&](int64_t t) { return loadAt(in, split[t], iv); });
-            },
-            /*noInterleave=*/true);
-        loop(last, hi[d], checked);
-        ivs_[d] = lo[d];
-        setTap(0);
-      });
-      loop(lo[d], hi[d], [&](llvm::Value *iv) {
-        ivs_[d] = iv;
-        if (status.ok()) {
-          status = hooks_.finish(b_.CreateLoad(f32, slot(iv)), ivs_);
-        }
-      });
-      ivs_[d] = lo[d];
-    });
-    return status;
-  }
-
-private:
-  void nest(llvm::ArrayRef<unsigned> dims, size_t i,
-            llvm::ArrayRef<llvm::Value *> lo, llvm::ArrayRef<llvm::Value *> hi,
-            llvm::function_ref<void()> inner) {
-    if (i == dims.size()) {
-      inner();
-      return;
-    }
-    unsigned d = dims[i];
-    llvm::Value *saved = ivs_[d];
-    loop(lo[d], hi[d], [&](llvm::Value *iv) {
-      ivs_[d] = iv;
-      nest(dims, i + 1, lo, hi, inner);
-    });
-    ivs_[d] = saved;
-  }
-
-  // Most reduction taps unrolled into one row pass (a 3x3 window).
-  static constexpr int64_t kMaxTaps = 9;
-  const structured::RowConvPlan &plan_;
-  llvm::AllocaInst *acc_ = nullptr;
-};
-
-// The packed paths handle f32 only.
-bool allF32(const dispatch::DispatchProgram &program, const StructuredOp &op) {
-  auto f32 = [&](unsigned t) {
-    return program.program.tensors[t].type.elementType() ==
-           graph::ElementType::F32;
-  };
-  bool ok = f32(op.output.tensor);
-  for (const structured::OperandAccess &in : op.inputs) {
-    ok &= f32(in.tensor);
-  }
-  return ok;
-}
-
 } // namespace
 
 absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
@@ -852,7 +536,7 @@ absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
                                     llvm::Function *fn,
                                     llvm::ArrayRef<llvm::Value *> lo,
                                     llvm::ArrayRef<llvm::Value *> hi,
-                                    const PackedGemmHooks &hooks) {
+                                    const TileHooks &hooks) {
   const StructuredOp &root = program.program.ops[region.ops[0]];
   if (!allF32(program, root)) {
     return false;
@@ -869,17 +553,7 @@ absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
   }
   std::optional<GemmPlan> plan = structured::planGemm(program.program, root);
   if (!plan) {
-    std::optional<structured::RowConvPlan> rowConv =
-        structured::planRowConv(program.program, root);
-    if (!rowConv || root.bounds[rowConv->inner] <= 0) {
-      return false;
-    }
-    RowConvEmitter emitter(program, region, builder, fn, *rowConv, hooks);
-    absl::Status status = emitter.emit(lo, hi);
-    if (!status.ok()) {
-      return status;
-    }
-    return true;
+    return false;
   }
   PackedGemmEmitter emitter(program, region, builder, fn, *plan, shape, hooks);
   if (!emitter.size()) {

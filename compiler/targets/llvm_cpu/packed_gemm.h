@@ -3,29 +3,13 @@
 #ifndef OSPREY_COMPILER_TARGETS_LLVM_CPU_PACKED_GEMM_H_
 #define OSPREY_COMPILER_TARGETS_LLVM_CPU_PACKED_GEMM_H_
 
-#include <functional>
-
 #include "absl/status/statusor.h"
 #include "compiler/dispatch/dispatch_ir.h"
+#include "compiler/targets/llvm_cpu/tile_emitter.h"
 #include "llvm/IR/IRBuilder.h"
 
 namespace osprey::compiler::llvm_cpu {
 
-// What the packed path needs from the region emitter. The callbacks emit at
-// the builder's insertion point and may be called many times.
-struct PackedGemmHooks {
-  // Base pointer of tensor |tensor| (a binding or an embedded constant).
-  std::function<llvm::Value *(unsigned tensor)> base;
-  // Loads root input |in| at root loop indices |ivs|, padding applied.
-  std::function<llvm::Value *(const structured::OperandAccess &in,
-                              llvm::ArrayRef<llvm::Value *> ivs)>
-      load;
-  // Applies the region's fused ops to the root's value |value| at root loop
-  // indices |ivs| and stores the region's result.
-  std::function<absl::Status(llvm::Value *value,
-                             llvm::ArrayRef<llvm::Value *> ivs)>
-      finish;
-};
 
 // Register blocking of the microkernel for a target.
 struct GemmKernelShape {
@@ -56,17 +40,15 @@ unsigned preferredVectorBits(llvm::StringRef triple, llvm::StringRef features);
 // point (inside |fn|, loop ranges [lo[d], hi[d]) per root loop) as packed
 // panels of B times A through a register-blocked microkernel (an internal
 // function of the module, one per shape), then the epilogue, and returns
-// true. A root with a structured::RowConvPlan instead (depthwise
-// convolutions with rows of 16+ outputs) is emitted row by row. Returns
-// false, emitting nothing, when the root qualifies for neither or is not
-// f32. Errors come from |hooks|.
+// true. Returns false, emitting nothing, when the root has no GemmPlan, its
+// scratch does not fit or it is not f32. Errors come from |hooks|.
 absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
                                     const dispatch::DispatchRegion &region,
                                     llvm::IRBuilder<> &builder,
                                     llvm::Function *fn,
                                     llvm::ArrayRef<llvm::Value *> lo,
                                     llvm::ArrayRef<llvm::Value *> hi,
-                                    const PackedGemmHooks &hooks);
+                                    const TileHooks &hooks);
 
 } // namespace osprey::compiler::llvm_cpu
 
