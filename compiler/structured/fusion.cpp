@@ -504,6 +504,7 @@ absl::Status fuseAndTile(StructuredProgram &p) {
   for (FusionGroup &group : p.groups) {
     chooseTiles(p, p.ops[group.root], group);
   }
+  relayoutGemmOperands(p);
   return absl::OkStatus();
 }
 

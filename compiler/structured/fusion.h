@@ -49,6 +49,13 @@ struct GemmPlan {
 std::optional<GemmPlan> planGemm(const StructuredProgram &program,
                                  const StructuredOp &root);
 
+// Gives GemmPlan roots whose whole N fits one tile of at most 64 elements
+// that is not a whole number of 16-wide vectors (7x7 maps) a compile-time
+// copy of their constant A with the M axis innermost, padded to an odd
+// number of 16-float groups, and makes them read it, so code generators can
+// vectorize along M (gemm_layout.cpp). Needs the groups' tile sizes.
+void relayoutGemmOperands(StructuredProgram &program);
+
 // A convolution root without a GemmPlan (depthwise: one output channel per
 // group) that can run row by row: input |b| reads the output's innermost loop
 // |inner| and input |a| (no padding or indirect reads) does not, so each

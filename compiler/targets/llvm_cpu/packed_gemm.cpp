@@ -12,9 +12,19 @@
 //   epilogue: fused ops and store, element by element.
 // A (weights of a convolution, the left matrix of a matmul) is read in place
 // with one broadcast per row and reduction step.
+//
+// Transposed tiles: when A has its M axis innermost (constant weights of
+// small pixel tiles get such a copy from structured::relayoutGemmOperands),
+// vector targets compute C^T instead, vectors along M: the kernel
+// broadcasts a block of mrT pixels from the panel (or, for a 1x1
+// convolution, from B itself: no packing) and loads NR channels of a row of
+// A, so 49 pixels are 7 blocks of 7 instead of 64 vector columns. Per chunk
+// of kc reduction steps, each NR-channel panel of A is read from memory
+// once and reused from L1 by every pixel block.
 #include "compiler/targets/llvm_cpu/packed_gemm.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "compiler/structured/fusion.h"
 #include "llvm/IR/Intrinsics.h"
@@ -29,6 +39,12 @@ static llvm::cl::opt<unsigned> maxScratchOption(
     llvm::cl::desc("Stack bytes the packed matrix-product path may use per "
                    "workgroup (0: the target's default)"),
     llvm::cl::init(0), llvm::cl::Hidden);
+
+static llvm::cl::opt<bool> columnPanelsOption(
+    "osprey-gemm-column-panels",
+    llvm::cl::desc("Vectorize matrix products along M when A is laid out "
+                   "with M innermost (as on scalar targets when off)"),
+    llvm::cl::init(true), llvm::cl::Hidden);
 
 using structured::GemmPlan;
 using structured::StructuredOp;
@@ -116,16 +132,43 @@ public:
     }
     chunks_ = (nMax + nr_ - 1) / nr_;
     nPad_ = chunks_ * nr_;
+    if (subLoop_ < 0 && columnPanelsOfA(mMax)) {
+      // Pixel blocks of mrT_ rows with the least padding (ties: larger).
+      int64_t best = std::numeric_limits<int64_t>::max();
+      for (int64_t r = shape_.mr; r >= 2; --r) {
+        int64_t waste = (nMax + r - 1) / r * r - nMax;
+        if (waste < best) {
+          best = waste;
+          mrT_ = r;
+        }
+      }
+      nRowsT_ = (nMax + mrT_ - 1) / mrT_ * mrT_;
+      mPadT_ = (mMax + nr_ - 1) / nr_ * nr_;
+      // Half chunks: an NR x kc block of A (16 KiB) and the pixel columns
+      // the blocks broadcast from then share L1 (512-channel 3x3 7x7
+      // convolution 1.95 -> 1.84 ms against chunks of 256).
+      int64_t kc = std::min<int64_t>(kTransposedKc, k_);
+      bool direct = bReadsInPlace();
+      if (uint64_t((direct ? 0 : kc * nPad_) + nRowsT_ * mPadT_) * 4 <=
+          shape_.maxScratch) {
+        transposed_ = true;
+        directB_ = direct;
+        kc_ = kc;
+      }
+    }
     return true;
   }
 
   absl::Status emit(llvm::ArrayRef<llvm::Value *> lo,
                     llvm::ArrayRef<llvm::Value *> hi) {
     llvm::Type *f32 = b_.getFloatTy();
-    panel_ = b_.CreateAlloca(llvm::ArrayType::get(f32, kc_ * nPad_), nullptr,
-                             "panel");
-    panel_->setAlignment(llvm::Align(64));
-    accs_ = b_.CreateAlloca(llvm::ArrayType::get(f32, mPad_ * nPad_), nullptr,
+    if (!directB_) {
+      panel_ = b_.CreateAlloca(llvm::ArrayType::get(f32, kc_ * nPad_), nullptr,
+                               "panel");
+      panel_->setAlignment(llvm::Align(64));
+    }
+    int64_t accSize = transposed_ ? nRowsT_ * mPadT_ : mPad_ * nPad_;
+    accs_ = b_.CreateAlloca(llvm::ArrayType::get(f32, accSize), nullptr,
                             "acc_tile");
     accs_->setAlignment(llvm::Align(64));
     if (subLoop_ < 0) {
@@ -196,29 +239,34 @@ public:
     };
     nestBatch(0, lo, hi, [&] {
       // Accumulators start at the reduction's initial value.
-      loop(idx(0), idx(mPad_ * nPad_), [&](llvm::Value *i) {
+      int64_t accSize = transposed_ ? nRowsT_ * mPadT_ : mPad_ * nPad_;
+      loop(idx(0), idx(accSize), [&](llvm::Value *i) {
         b_.CreateStore(llvm::ConstantFP::get(f32, *op.init),
                        b_.CreateInBoundsGEP(f32, accs_, i));
       });
-      // Zero the columns past the tile in its last column chunk, once: the
-      // packing below writes only columns [0, nTile).
-      llvm::Value *end = b_.CreateMul(
-          b_.CreateUDiv(b_.CreateAdd(nTile, idx(nr_ - 1)), idx(nr_)),
-          idx(nr_));
-      loop(idx(0), idx(kc_), [&](llvm::Value *kk) {
-        llvm::Value *row = b_.CreateMul(kk, idx(nPad_));
-        loop(nTile, end, [&](llvm::Value *j) {
-          b_.CreateStore(
-              llvm::ConstantFP::get(f32, 0.0),
-              b_.CreateInBoundsGEP(f32, panel_, b_.CreateAdd(row, j)));
+      if (!transposed_) {
+        // Zero the columns past the tile in its last column chunk, once: the
+        // packing below writes only columns [0, nTile). (The transposed
+        // kernel broadcasts from columns below nTile only.)
+        llvm::Value *end = b_.CreateMul(
+            b_.CreateUDiv(b_.CreateAdd(nTile, idx(nr_ - 1)), idx(nr_)),
+            idx(nr_));
+        loop(idx(0), idx(kc_), [&](llvm::Value *kk) {
+          llvm::Value *row = b_.CreateMul(kk, idx(nPad_));
+          loop(nTile, end, [&](llvm::Value *j) {
+            b_.CreateStore(
+                llvm::ConstantFP::get(f32, 0.0),
+                b_.CreateInBoundsGEP(f32, panel_, b_.CreateAdd(row, j)));
+          });
         });
-      });
+      }
       int64_t kChunks = (k_ + kc_ - 1) / kc_;
       loop(idx(0), idx(kChunks), [&](llvm::Value *chunk) {
         llvm::Value *k0 = b_.CreateMul(chunk, idx(kc_));
         llvm::Value *kc = b_.CreateSub(idx(k_), k0);
         kc = b_.CreateSelect(b_.CreateICmpSLT(kc, idx(kc_)), kc, idx(kc_));
         // Pack B: panel[kk][j].
+        if (!directB_) {
         loop(idx(0), kc, [&](llvm::Value *kk) {
           llvm::Value *rest = b_.CreateAdd(k0, kk);
           for (size_t i = plan_.kLoops.size(); i-- > 0;) {
@@ -233,6 +281,7 @@ public:
                     b_.CreateAdd(row, j));
           });
         });
+        }
         for (unsigned d : plan_.kLoops) {
           ivs_[d] = idx(0);
         }
@@ -293,6 +342,10 @@ public:
           b_.CreateBr(join);
           b_.SetInsertPoint(join);
         };
+        if (transposed_) {
+          emitTransposedChunk(aBase, aOff, k0, kc, lo, mExt, nTile);
+          return;
+        }
         if (chunks_ <= kRowsOuterChunks) {
           // Few column chunks (7x7 maps): the rows of A, often too many to
           // stay in L2 (a 512-channel 3x3 layer has 9 MB of weights), are
@@ -311,13 +364,16 @@ public:
       // Epilogue: fused ops and store per element.
       loop(idx(0), mExt, [&](llvm::Value *m) {
         ivs_[plan_.mLoop] = b_.CreateAdd(lo[plan_.mLoop], m);
-        llvm::Value *row = b_.CreateMul(m, idx(nPad_));
+        llvm::Value *row = b_.CreateMul(m, idx(transposed_ ? 1 : nPad_));
+        int64_t colStride = transposed_ ? mPadT_ : 1;
         forBox([&](llvm::Value *j) {
           if (!status.ok()) {
             return;
           }
           llvm::Value *v = b_.CreateLoad(
-              f32, b_.CreateInBoundsGEP(f32, accs_, b_.CreateAdd(row, j)));
+              f32, b_.CreateInBoundsGEP(
+                       f32, accs_,
+                       b_.CreateAdd(row, b_.CreateMul(j, idx(colStride)))));
           status = hooks_.finish(v, ivs_);
         });
         ivs_[plan_.mLoop] = lo[plan_.mLoop];
@@ -391,16 +447,218 @@ private:
     ivs_[d] = lo[d];
   }
 
-  // The microkernel with |nv| vectors per row, one per module:
-  //   void k(const float* a, idx lda, idx ka, idx rows, const float* panel,
-  //          float* c, idx kc)
-  // c[r][0..nv*VW) += sum_k a[min(r, rows-1)*lda + k*ka] * panel[k][..]
-  // for r < MR; rows of c and of the panel are nPad apart.
+  // The microkernel with |nv| vectors per row over the panel of B, one per
+  // module and shape (see kernelFor).
   llvm::Function *kernel(unsigned nv) {
-    unsigned vw = shape_.vectorWidth;
     std::string name = "osprey_gemm_" + std::to_string(shape_.mr) + "x" +
-                       std::to_string(nv * vw) + "_ld" +
+                       std::to_string(nv * shape_.vectorWidth) + "_ld" +
                        std::to_string(nPad_) + "_" + std::to_string(nr_);
+    return kernelFor(name, shape_.mr, nv, nPad_, nPad_);
+  }
+
+  // Whether A can be read as column panels: its M axis is innermost with
+  // unit stride and the panels of every M tile (whole NR-wide panels, or
+  // one vector for a last panel no wider than that) stay inside the rows of
+  // A, which structured::relayoutGemmOperands pads. Only for vector
+  // targets: a scalar kernel has no padded vector lanes to save.
+  bool columnPanelsOfA(int64_t mTile) const {
+    if (shape_.vectorWidth == 1 || !columnPanelsOption ||
+        plan_.aStrides[plan_.mLoop] != 1) {
+      return false;
+    }
+    const structured::OperandAccess &a = root().inputs[plan_.a];
+    llvm::ArrayRef<int64_t> dims = p_.program.tensors[a.tensor].type.dims();
+    if (dims.empty() || a.map.results.back().asDim() != plan_.mLoop) {
+      return false;
+    }
+    for (size_t i = 0; i + 1 < a.map.results.size(); ++i) {
+      const structured::AffineExpr &e = a.map.results[i];
+      if (plan_.mLoop < e.coeffs.size() && e.coeffs[plan_.mLoop] != 0) {
+        return false;
+      }
+    }
+    int64_t m = root().bounds[plan_.mLoop];
+    for (int64_t m0 = 0; m0 < m; m0 += mTile) {
+      int64_t ext = std::min(mTile, m - m0);
+      int64_t full = ext / nr_ * nr_, rest = ext - full;
+      int64_t last = rest == 0                                ? 0
+                     : rest <= shape_.vectorWidth && shape_.nv > 1
+                         ? shape_.vectorWidth
+                         : nr_;
+      if (m0 + full + last > dims.back()) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Element strides of input |in| per root loop.
+  std::vector<int64_t> strides(const structured::OperandAccess &in) const {
+    llvm::ArrayRef<int64_t> dims = p_.program.tensors[in.tensor].type.dims();
+    std::vector<int64_t> out(root().bounds.size(), 0);
+    int64_t stride = 1;
+    for (size_t k = dims.size(); k-- > 0;) {
+      const structured::AffineExpr &e = in.map.results[k];
+      for (size_t d = 0; d < out.size() && d < e.coeffs.size(); ++d) {
+        out[d] += e.coeffs[d] * stride;
+      }
+      stride *= dims[k];
+    }
+    return out;
+  }
+
+  // Whether B, in a tile holding all of N, is already the panel: its
+  // flattened N index j and reduction step k address element
+  // base + k * bK_ + j (a 1x1 convolution with stride 1 in NCHW), so the
+  // transposed kernel broadcasts from it in place.
+  bool bReadsInPlace() {
+    const structured::OperandAccess &in = root().inputs[plan_.b];
+    if (in.padValue || in.indirect ||
+        in.map.results.size() !=
+            p_.program.tensors[in.tensor].type.dims().size()) {
+      return false;
+    }
+    std::vector<int64_t> s = strides(in);
+    int64_t flat = 1;
+    for (size_t i = plan_.nLoops.size(); i-- > 0;) {
+      unsigned d = plan_.nLoops[i];
+      if (maxExtent(d) != root().bounds[d] ||
+          (root().bounds[d] > 1 && s[d] != flat)) {
+        return false;
+      }
+      flat *= root().bounds[d];
+    }
+    // The reduction loops flatten in A's order (kLoops) with B's strides.
+    int64_t next = -1;
+    bK_ = 0;
+    for (size_t i = plan_.kLoops.size(); i-- > 0;) {
+      unsigned d = plan_.kLoops[i];
+      if (root().bounds[d] == 1) {
+        continue;
+      }
+      if (next < 0) {
+        bK_ = s[d];
+        if (bK_ <= 0) {
+          return false;
+        }
+      } else if (s[d] != next) {
+        return false;
+      }
+      next = s[d] * root().bounds[d];
+    }
+    return bK_ > 0;
+  }
+
+  // One reduction chunk [k0, k0 + kc) of a transposed tile: C^T[j][m] +=
+  // B^T[j][k] * A^T[k][m], output channels along the vectors. The kernel
+  // broadcasts mrT_ pixels from the panel (or from B itself) and loads NR
+  // channels of a row of A; each NR x kc block of A stays in L1 while the
+  // pixel blocks pass over it, and is read from memory once per tile.
+  void emitTransposedChunk(llvm::Value *aBase, llvm::Value *aOff,
+                           llvm::Value *k0, llvm::Value *kc,
+                           llvm::ArrayRef<llvm::Value *> lo,
+                           llvm::Value *mExt, llvm::Value *nTile) {
+    llvm::Type *f32 = b_.getFloatTy();
+    int64_t aK = plan_.aStrides[plan_.kLoops.back()];
+    for (unsigned d : plan_.kLoops) {
+      if (root().bounds[d] > 1) {
+        aK = plan_.aStrides[d];
+      }
+    }
+    llvm::Value *xBase, *xStep;
+    if (directB_) {
+      const structured::OperandAccess &in = root().inputs[plan_.b];
+      for (unsigned d : plan_.nLoops) {
+        ivs_[d] = lo[d];
+      }
+      llvm::Value *off = linearOffset(in);
+      xBase = b_.CreateInBoundsGEP(
+          f32, hooks_.base(in.tensor),
+          b_.CreateAdd(off, b_.CreateMul(k0, idx(bK_))));
+      xStep = idx(bK_);
+    } else {
+      xBase = panel_;
+      xStep = idx(nPad_);
+    }
+    llvm::Value *panels =
+        b_.CreateUDiv(b_.CreateAdd(mExt, idx(nr_ - 1)), idx(nr_));
+    llvm::Value *blocks =
+        b_.CreateUDiv(b_.CreateAdd(nTile, idx(mrT_ - 1)), idx(mrT_));
+    llvm::Value *aRow0 = b_.CreateInBoundsGEP(
+        f32, aBase, b_.CreateAdd(aOff, lo[plan_.mLoop]));
+    loop(idx(0), panels, [&](llvm::Value *c) {
+      llvm::Value *cols = b_.CreateSub(mExt, b_.CreateMul(c, idx(nr_)));
+      llvm::Value *narrow =
+          shape_.nv > 1 ? b_.CreateICmpSLE(cols, idx(shape_.vectorWidth))
+                        : nullptr;
+      llvm::Value *w =
+          b_.CreateInBoundsGEP(f32, aRow0, b_.CreateMul(c, idx(nr_)));
+      loop(idx(0), blocks, [&](llvm::Value *pb) {
+        llvm::Value *p0 = b_.CreateMul(pb, idx(mrT_));
+        llvm::Value *rows = b_.CreateSub(nTile, p0);
+        rows = b_.CreateSelect(b_.CreateICmpSLT(rows, idx(mrT_)), rows,
+                               idx(mrT_));
+        llvm::Value *x = b_.CreateInBoundsGEP(f32, xBase, p0);
+        llvm::Value *cp = b_.CreateInBoundsGEP(
+            f32, accs_,
+            b_.CreateAdd(b_.CreateMul(p0, idx(mPadT_)),
+                         b_.CreateMul(c, idx(nr_))));
+        llvm::SmallVector<llvm::Value *, 8> args = {x, idx(1), xStep, rows,
+                                                    w, cp, kc};
+        auto call = [&](unsigned nv) {
+          std::string name =
+              "osprey_gemmt_" + std::to_string(mrT_) + "x" +
+              std::to_string(nv * shape_.vectorWidth) + "_ld" +
+              std::to_string(aK) + "_" + std::to_string(mPadT_);
+          b_.CreateCall(kernelFor(name, mrT_, nv, aK, mPadT_,
+                                    /*prefetchB=*/true), args);
+        };
+        if (!narrow) {
+          call(shape_.nv);
+          return;
+        }
+        llvm::BasicBlock *wide =
+            llvm::BasicBlock::Create(ctx_, "gemmt_wide", fn_);
+        llvm::BasicBlock *thin =
+            llvm::BasicBlock::Create(ctx_, "gemmt_narrow", fn_);
+        llvm::BasicBlock *join =
+            llvm::BasicBlock::Create(ctx_, "gemmt_join", fn_);
+        b_.CreateCondBr(narrow, thin, wide);
+        b_.SetInsertPoint(wide);
+        call(shape_.nv);
+        b_.CreateBr(join);
+        b_.SetInsertPoint(thin);
+        call(1);
+        b_.CreateBr(join);
+        b_.SetInsertPoint(join);
+      });
+    });
+  }
+
+  // Linear element offset of input |in| at the loop indices ivs_.
+  llvm::Value *linearOffset(const structured::OperandAccess &in) {
+    llvm::ArrayRef<int64_t> dims = p_.program.tensors[in.tensor].type.dims();
+    llvm::Value *off = idx(0);
+    int64_t stride = 1;
+    for (size_t k = dims.size(); k-- > 0;) {
+      off = b_.CreateAdd(off,
+                         b_.CreateMul(evalExpr(in.map.results[k]), idx(stride)));
+      stride *= dims[k];
+    }
+    return off;
+  }
+
+  // The microkernel |name| with |mr| rows and |nv| vectors per row, one per
+  // module:
+  //   void k(const float* a, idx lda, idx ka, idx rows, const float* b,
+  //          float* c, idx kc)
+  // c[r][0..nv*VW) += sum_k a[min(r, rows-1)*lda + k*ka] * b[k][..]
+  // for r < mr; rows of b are |ldb| and rows of c |ldc| elements apart.
+  // |prefetchB| prefetches rows of b ahead (b streams from memory).
+  llvm::Function *kernelFor(const std::string &name, unsigned mr,
+                            unsigned nv, int64_t ldb, int64_t ldc,
+                            bool prefetchB = false) {
+    unsigned vw = shape_.vectorWidth;
     if (llvm::Function *f = m_.getFunction(name)) {
       return f;
     }
@@ -432,7 +690,6 @@ private:
     llvm::Value *a = f->getArg(0), *lda = f->getArg(1), *ka = f->getArg(2),
                 *rows = f->getArg(3), *panel = f->getArg(4),
                 *c = f->getArg(5), *kc = f->getArg(6);
-    unsigned mr = shape_.mr;
     std::vector<llvm::Value *> aRows;
     llvm::Value *last = b.CreateSub(rows, llvm::ConstantInt::get(idxTy_, 1));
     for (unsigned r = 0; r < mr; ++r) {
@@ -442,7 +699,7 @@ private:
     }
     auto cSlot = [&](unsigned r, unsigned v) {
       return b.CreateInBoundsGEP(
-          f32, c, llvm::ConstantInt::get(idxTy_, int64_t(r) * nPad_ + v * vw));
+          f32, c, llvm::ConstantInt::get(idxTy_, int64_t(r) * ldc + v * vw));
     };
     std::vector<llvm::Value *> init;
     for (unsigned r = 0; r < mr; ++r) {
@@ -468,12 +725,28 @@ private:
     b.SetInsertPoint(body);
     std::vector<llvm::Value *> bv;
     llvm::Value *bRow = b.CreateInBoundsGEP(
-        f32, panel, b.CreateMul(k, llvm::ConstantInt::get(idxTy_, nPad_)));
+        f32, panel, b.CreateMul(k, llvm::ConstantInt::get(idxTy_, ldb)));
     for (unsigned v = 0; v < nv; ++v) {
       bv.push_back(b.CreateAlignedLoad(
           vec,
           b.CreateInBoundsGEP(f32, bRow, llvm::ConstantInt::get(idxTy_, v * vw)),
           llvm::Align(4)));
+    }
+    if (prefetchB) {
+      // Rows of b kPrefetchRows steps ahead: they are a few KiB apart, too
+      // far for the hardware's stride prefetcher (1.84 -> 1.74 ms on the
+      // 512-channel 7x7 convolution). Prefetches never fault.
+      llvm::Value *ahead = b.CreateGEP(
+          f32, panel,
+          b.CreateMul(
+              b.CreateAdd(k, llvm::ConstantInt::get(idxTy_, kPrefetchRows)),
+              llvm::ConstantInt::get(idxTy_, ldb)));
+      for (unsigned v = 0; v < nv; ++v) {
+        b.CreateIntrinsic(
+            llvm::Intrinsic::prefetch, {b.getPtrTy()},
+            {b.CreateGEP(f32, ahead, llvm::ConstantInt::get(idxTy_, v * vw)),
+             b.getInt32(0), b.getInt32(3), b.getInt32(1)});
+      }
     }
     llvm::Value *aAt = b.CreateMul(k, ka);
     std::vector<llvm::Value *> next(acc.size());
@@ -520,7 +793,16 @@ private:
   // Tiles with at most this many column chunks loop over rows of A
   // outermost.
   static constexpr int64_t kRowsOuterChunks = 2;
+  // Reduction chunk of transposed tiles, and how many reduction steps ahead
+  // their kernels prefetch the rows of A.
+  static constexpr int64_t kTransposedKc = 128;
+  static constexpr int64_t kPrefetchRows = 16;
   int64_t nr_ = 0, k_ = 0, kc_ = 0, chunks_ = 0, nPad_ = 0, mPad_ = 0;
+  // Transposed tiles (columnPanelsOfA): pixel blocks of mrT_, nRowsT_ rows
+  // of mPadT_ accumulators; directB_ when B is read in place with
+  // reduction stride bK_.
+  bool transposed_ = false, directB_ = false;
+  int64_t mrT_ = 0, nRowsT_ = 0, mPadT_ = 0, bK_ = 0;
   // N loop run in sub-tiles of subSize_ when the tile's scratch is too big.
   int subLoop_ = -1;
   int64_t subSize_ = 0;

@@ -40,8 +40,11 @@ unsigned preferredVectorBits(llvm::StringRef triple, llvm::StringRef features);
 // point (inside |fn|, loop ranges [lo[d], hi[d]) per root loop) as packed
 // panels of B times A through a register-blocked microkernel (an internal
 // function of the module, one per shape), then the epilogue, and returns
-// true. Returns false, emitting nothing, when the root has no GemmPlan, its
-// scratch does not fit or it is not f32. Errors come from |hooks|.
+// true. On vector targets, roots whose A has its M axis innermost (see
+// structured::relayoutGemmOperands) and whose N fits one tile run
+// transposed, vectors along M. Returns false, emitting nothing, when the
+// root has no GemmPlan, its scratch does not fit or it is not f32. Errors
+// come from |hooks|.
 absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
                                     const dispatch::DispatchRegion &region,
                                     llvm::IRBuilder<> &builder,

@@ -1,0 +1,177 @@
+// Compile-time layout of constant matrix-product operands: weights of
+// products with few output pixels get their output-channel axis innermost.
+//
+// A GemmPlan root computes C[M][N] += A[M][K] * B[K][N] with the vectors of
+// the microkernel along N. When one tile holds all of N and N is small and
+// not a multiple of the vector width (49 pixels of a 7x7 map take 64
+// columns: 30% of the multiply-adds are wasted), code generators do better
+// vectorizing along M instead, which needs rows of A that are contiguous
+// along M: A^T[K][M]. This pass gives such roots a transposed copy of their
+// constant A and rewrites the root to read it; the original constant stays
+// for its other readers (if none, nothing binds it and it is not emitted).
+//
+// The M axis of the copy is padded to a multiple of 16 floats whose count of
+// 16-float groups is odd: code generators may read a whole vector group past
+// the last row, and rows 64 bytes times an odd number apart spread over all
+// sets of the L1 cache (512 channels, 2 KiB apart, would share four sets).
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include "compiler/structured/fusion.h"
+#include "llvm/Support/CommandLine.h"
+
+namespace osprey::compiler::structured {
+namespace {
+
+llvm::cl::opt<bool> transposeOption(
+    "osprey-gemm-transpose-weights",
+    llvm::cl::desc("Give matrix products over small pixel tiles a copy of "
+                   "their constant weights with output channels innermost"),
+    llvm::cl::init(true), llvm::cl::Hidden);
+
+// Largest pixel count per tile for which the transposed layout is chosen;
+// larger tiles fill their column chunks well enough.
+constexpr int64_t kMaxColumns = 64;
+// Vector group the padding is counted in (floats).
+constexpr int64_t kGroup = 16;
+
+// The padded M extent of a transposed copy with |m| rows.
+int64_t paddedRows(int64_t m) {
+  int64_t groups = (m + kGroup - 1) / kGroup;
+  if (groups % 2 == 0) {
+    ++groups;
+  }
+  return groups * kGroup;
+}
+
+// Whether the group rooted at |root| (tiles |tiles|) should read a
+// transposed A: all of N in one tile, at most kMaxColumns pixels and not a
+// whole number of 16-wide vectors.
+bool wantsTransposedA(const StructuredProgram &p, const StructuredOp &root,
+                      const GemmPlan &plan,
+                      const std::vector<int64_t> &tiles) {
+  if (!plan.batchLoops.empty() || root.bounds[plan.mLoop] < kGroup) {
+    return false;
+  }
+  int64_t pixels = 1;
+  for (unsigned d : plan.nLoops) {
+    int64_t bound = root.bounds[d];
+    if (d < tiles.size() && tiles[d] > 0 && tiles[d] < bound) {
+      return false;
+    }
+    pixels *= bound;
+  }
+  if (pixels <= 0 || pixels > kMaxColumns || pixels % kGroup == 0) {
+    return false;
+  }
+  const OperandAccess &a = root.inputs[plan.a];
+  const TensorInfo &t = p.tensors[a.tensor];
+  if (!t.constant || t.type.elementType() != ElementType::F32 ||
+      !t.type.hasStaticShape() || !a.map.isProjectedPermutation()) {
+    return false;
+  }
+  int64_t elements = 1;
+  for (int64_t d : t.type.dims()) {
+    elements *= d;
+  }
+  return t.constant->size() == static_cast<size_t>(elements) * 4;
+}
+
+// Adds the transposed, padded copy of input |plan.a| of |root| and makes
+// |root| read it. Roots reading the same constant along the same axis share
+// one copy (|copies|: source tensor and axis to copy).
+void transposeA(StructuredProgram &p, StructuredOp &root, const GemmPlan &plan,
+                std::map<std::pair<unsigned, size_t>, unsigned> &copies) {
+  OperandAccess &a = root.inputs[plan.a];
+  unsigned srcTensor = a.tensor;
+  llvm::ArrayRef<int64_t> dims = p.tensors[srcTensor].type.dims();
+  size_t rank = dims.size();
+  size_t mPos = rank;
+  for (size_t i = 0; i < rank; ++i) {
+    if (a.map.results[i].asDim() == plan.mLoop) {
+      mPos = i;
+    }
+  }
+  // New axis order: A's axes without M, then M.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < rank; ++i) {
+    if (i != mPos) {
+      order.push_back(i);
+    }
+  }
+  order.push_back(mPos);
+  AffineMap map;
+  map.numDims = a.map.numDims;
+  for (size_t i : order) {
+    map.results.push_back(a.map.results[i]);
+  }
+  a.map = std::move(map);
+  auto known = copies.find({srcTensor, mPos});
+  if (known != copies.end()) {
+    a.tensor = known->second;
+    return;
+  }
+  const TensorInfo &src = p.tensors[srcTensor];
+  int64_t rows = dims[mPos];
+  int64_t rowsPad = paddedRows(rows);
+  std::vector<int64_t> newDims;
+  for (size_t i : order) {
+    newDims.push_back(dims[i]);
+  }
+  newDims.back() = rowsPad;
+  // Source strides (elements) of each axis.
+  std::vector<int64_t> srcStride(rank, 1);
+  for (size_t i = rank - 1; i > 0; --i) {
+    srcStride[i - 1] = srcStride[i] * dims[i];
+  }
+  int64_t outer = 1;
+  for (size_t i = 0; i + 1 < order.size(); ++i) {
+    outer *= newDims[i];
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(outer * rowsPad) * 4, 0);
+  const uint8_t *in = src.constant->bytes().data();
+  std::vector<int64_t> index(rank - 1, 0);
+  for (int64_t o = 0; o < outer; ++o) {
+    int64_t base = 0;
+    for (size_t i = 0; i + 1 < order.size(); ++i) {
+      base += index[i] * srcStride[order[i]];
+    }
+    for (int64_t m = 0; m < rows; ++m) {
+      std::memcpy(&bytes[static_cast<size_t>(o * rowsPad + m) * 4],
+                  in + static_cast<size_t>(base + m * srcStride[mPos]) * 4, 4);
+    }
+    for (size_t i = index.size(); i-- > 0;) {
+      if (++index[i] < newDims[i]) {
+        break;
+      }
+      index[i] = 0;
+    }
+  }
+  TensorInfo copy;
+  copy.name = src.name + "_kxm";
+  copy.type = TensorType::ranked(ElementType::F32, newDims);
+  copy.constant = graph::DenseData::fromBytes(std::move(bytes));
+  a.tensor = static_cast<unsigned>(p.tensors.size());
+  copies[{srcTensor, mPos}] = a.tensor;
+  p.tensors.push_back(std::move(copy));
+}
+
+} // namespace
+
+void relayoutGemmOperands(StructuredProgram &p) {
+  if (!transposeOption) {
+    return;
+  }
+  std::map<std::pair<unsigned, size_t>, unsigned> copies;
+  for (const FusionGroup &group : p.groups) {
+    StructuredOp &root = p.ops[group.root];
+    std::optional<GemmPlan> plan = planGemm(p, root);
+    if (!plan || !wantsTransposedA(p, root, *plan, group.tileSizes)) {
+      continue;
+    }
+    transposeA(p, root, *plan, copies);
+  }
+}
+
+} // namespace osprey::compiler::structured
