@@ -266,8 +266,7 @@ public:
         llvm::Value *kc = b_.CreateSub(idx(k_), k0);
         kc = b_.CreateSelect(b_.CreateICmpSLT(kc, idx(kc_)), kc, idx(kc_));
         // Pack B: panel[kk][j].
-        if (!directB_) {
-        loop(idx(0), kc, [&](llvm::Value *kk) {
+        auto pack = [&](llvm::Value *kk) {
           llvm::Value *rest = b_.CreateAdd(k0, kk);
           for (size_t i = plan_.kLoops.size(); i-- > 0;) {
             unsigned d = plan_.kLoops[i];
@@ -280,7 +279,9 @@ public:
             packRow(lo[plan_.nLoops.back()], hi[plan_.nLoops.back()],
                     b_.CreateAdd(row, j));
           });
-        });
+        };
+        if (!directB_) {
+          loop(idx(0), kc, pack);
         }
         for (unsigned d : plan_.kLoops) {
           ivs_[d] = idx(0);
@@ -528,7 +529,12 @@ private:
       }
       flat *= root().bounds[d];
     }
-    // The reduction loops flatten in A's order (kLoops) with B's strides.
+    return bReductionStride(s);
+  }
+
+  // Whether B's reduction loops flatten in A's order (kLoops) with B's
+  // strides |s|; sets bK_ to the stride of one flattened step.
+  bool bReductionStride(const std::vector<int64_t> &s) {
     int64_t next = -1;
     bK_ = 0;
     for (size_t i = plan_.kLoops.size(); i-- > 0;) {
