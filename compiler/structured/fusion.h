@@ -49,11 +49,12 @@ struct GemmPlan {
 std::optional<GemmPlan> planGemm(const StructuredProgram &program,
                                  const StructuredOp &root);
 
-// Gives GemmPlan roots whose whole N fits one tile of at most 64 elements
-// that is not a whole number of 16-wide vectors (7x7 maps) a compile-time
-// copy of their constant A with the M axis innermost, padded to an odd
-// number of 16-float groups, and makes them read it, so code generators can
-// vectorize along M (gemm_layout.cpp). Needs the groups' tile sizes.
+// Gives GemmPlan roots whose whole N fits one tile of at most 224 elements
+// that is not a whole number of 16-wide vectors (7x7 and 14x14 maps), with
+// at least 128 reduction steps, a compile-time copy of their constant A
+// with the M axis innermost, padded to an odd number of 16-float groups, and
+// makes them read it, so code generators can vectorize along M
+// (gemm_layout.cpp). Needs the groups' tile sizes.
 void relayoutGemmOperands(StructuredProgram &program);
 
 // A convolution root without a GemmPlan (depthwise: one output channel per

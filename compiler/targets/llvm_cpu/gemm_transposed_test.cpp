@@ -1,7 +1,8 @@
-// Convolutions over small pixel tiles (7x7 maps) with constant weights: the
-// weights get a transposed compile-time copy and the packed path vectorizes
-// along output channels. Runs the compiled libraries on this machine (host
-// AVX-512 and x86_64 AVX2 code) against references computed here.
+// Convolutions over single pixel tiles (7x7, 14x14 maps) with constant
+// weights: the weights get a transposed compile-time copy and the packed
+// path vectorizes along output channels. Runs the compiled libraries on
+// this machine (host AVX-512 and x86_64 AVX2 code) against references
+// computed here.
 #include <cmath>
 #include <map>
 #include <random>
@@ -192,20 +193,24 @@ void checkConv(const ConvCase &t, const char *target,
   }
 }
 
+// At least 128 reduction steps each (fewer keep the kernel along pixels).
 const ConvCase kCases[] = {
     // 3x3, padding 1, 7x7 map: 49 pixels in 7 blocks of 7; 48 channels (a
     // last panel of 16: the one-vector kernel).
     {40, 7, 48, 3, 1, 1},
     // Pointwise (B read in place, no panel); 40 channels: a last panel of 8.
-    {24, 7, 40, 1, 1, 0},
+    {160, 7, 40, 1, 1, 0},
     // Stride 2 onto a 7x7 map; reduction of 36 * 9 = 324 > one chunk.
     {36, 14, 64, 3, 2, 1},
     // 5x5 window with padding 2 on a 6x6 map (36 pixels); 20 channels.
     {6, 6, 20, 5, 1, 2},
     // 544 channels: M tiles of 272 (the second starts mid-panel).
-    {8, 7, 544, 3, 1, 1},
+    {16, 7, 544, 3, 1, 1},
     // 5x5 map (25 pixels), pointwise, channels not a multiple of 16.
-    {17, 5, 33, 1, 1, 0},
+    {130, 5, 33, 1, 1, 0},
+    // 14x14 maps (196 pixels, 28 blocks of 7): 3x3 and pointwise.
+    {16, 14, 48, 3, 1, 1},
+    {130, 14, 40, 1, 1, 0},
 };
 
 TEST(GemmTransposedTest, Avx512MatchesReference) {
