@@ -300,61 +300,130 @@ std::optional<GemmPlan> planGemm(const StructuredProgram &p,
 std::optional<RowConvPlan> planRowConv(const StructuredProgram &p,
                                        const StructuredOp &root) {
   if (root.classify() != OpClass::Convolution || root.inputs.size() != 2 ||
-      !root.init || root.output.map.results.empty() || planGemm(p, root)) {
+      !root.init || root.output.map.results.size() < 2 || planGemm(p, root)) {
     return std::nullopt;
   }
-  // Rows shorter than this leave the vectorized row loop mostly remainder
-  // (MobileNetV2's 7- and 14-wide depthwise layers ran 2x slower).
-  constexpr int64_t kMinRow = 16;
-  std::optional<unsigned> inner = root.output.map.results.back().asDim();
-  if (!inner || root.iterators[*inner] != IteratorType::Parallel ||
-      root.bounds[*inner] < kMinRow) {
-    return std::nullopt;
-  }
+  size_t n = root.bounds.size();
   for (const OperandAccess &in : root.inputs) {
-    if (in.indirect || in.map.numDims != root.bounds.size()) {
+    if (in.indirect || in.map.numDims != n) {
       return std::nullopt;
     }
     for (const AffineExpr &e : in.map.results) {
-      if (e.coeffs.size() != root.bounds.size()) {
+      if (e.coeffs.size() != n) {
         return std::nullopt;
       }
     }
   }
+  const auto &out = root.output.map.results;
+  std::optional<unsigned> col = out.back().asDim();
+  std::optional<unsigned> row = out[out.size() - 2].asDim();
+  if (!col || !row || *col == *row ||
+      root.iterators[*col] != IteratorType::Parallel ||
+      root.iterators[*row] != IteratorType::Parallel ||
+      root.bounds[*col] <= 0 || root.bounds[*row] <= 0) {
+    return std::nullopt;
+  }
   RowConvPlan plan;
-  plan.inner = *inner;
-  bool r0 = readsLoop(root.inputs[0], *inner);
-  bool r1 = readsLoop(root.inputs[1], *inner);
+  plan.col = *col;
+  plan.row = *row;
+  bool r0 = readsLoop(root.inputs[0], *col);
+  bool r1 = readsLoop(root.inputs[1], *col);
   if (r0 == r1) {
     return std::nullopt;
   }
   plan.b = r0 ? 0 : 1;
   plan.a = 1 - plan.b;
-  if (root.inputs[plan.a].padValue) {
+  const OperandAccess &a = root.inputs[plan.a];
+  const OperandAccess &b = root.inputs[plan.b];
+  if (a.padValue || readsLoop(a, *row) ||
+      p.tensors[b.tensor].type.rank() !=
+          static_cast<int64_t>(b.map.results.size())) {
     return std::nullopt;
+  }
+  // |e| as stride * loop + dilation * window + constant, with at most one
+  // window loop (a reduction) besides |loop|.
+  auto window = [&](const AffineExpr &e, unsigned loop, int64_t &stride,
+                    int64_t &dilation, std::optional<unsigned> &win) {
+    stride = e.coeffs[loop];
+    if (stride <= 0) {
+      return false;
+    }
+    for (unsigned d = 0; d < n; ++d) {
+      if (d == loop || e.coeffs[d] == 0) {
+        continue;
+      }
+      if (win || e.coeffs[d] < 0 ||
+          root.iterators[d] == IteratorType::Parallel) {
+        return false;
+      }
+      win = d;
+      dilation = e.coeffs[d];
+    }
+    return true;
+  };
+  unsigned last = static_cast<unsigned>(b.map.results.size()) - 1;
+  if (!window(b.map.results[last], *col, plan.colStride, plan.colDilation,
+              plan.kw)) {
+    return std::nullopt;
+  }
+  std::optional<unsigned> rowResult;
+  for (unsigned k = 0; k < last; ++k) {
+    if (b.map.results[k].coeffs[*row] != 0) {
+      if (rowResult) {
+        return std::nullopt;
+      }
+      rowResult = k;
+    }
+  }
+  if (!rowResult || !window(b.map.results[*rowResult], *row, plan.rowStride,
+                            plan.rowDilation, plan.kh)) {
+    return std::nullopt;
+  }
+  plan.rowResult = *rowResult;
+  if (plan.kh && plan.kh == plan.kw) {
+    return std::nullopt;
+  }
+  for (unsigned k = 0; k < last; ++k) {
+    const AffineExpr &e = b.map.results[k];
+    if (k == *rowResult) {
+      continue;
+    }
+    for (std::optional<unsigned> d : {std::optional<unsigned>(*col),
+                                      std::optional<unsigned>(*row), plan.kw,
+                                      plan.kh}) {
+      if (d && e.coeffs[*d] != 0) {
+        return std::nullopt;
+      }
+    }
   }
   return plan;
 }
 
 namespace {
 
-// Tiles of a root with a RowConvPlan: whole output rows (up to 128) and
-// about 256 outputs per workgroup; other loops get tiles of 1.
+// Tiles of a root with a RowConvPlan: whole planes (all rows and columns),
+// and for planes of fewer than kOutputs elements several planes of the
+// first other loop (channels), so per-workgroup and per-plane overhead stays
+// small on 7x7 and 14x14 maps; other loops get tiles of 1. The code
+// generator runs large planes in blocks of rows that fit its scratch.
 void chooseRowConvTiles(const StructuredOp &root, const RowConvPlan &plan,
                         const std::vector<unsigned> &order,
                         std::vector<int64_t> &tiles) {
-  constexpr int64_t kRow = 128;
-  constexpr int64_t kOutputs = 256;
+  constexpr int64_t kOutputs = 1024;
+  int64_t plane = std::max<int64_t>(1, root.bounds[plan.col]) *
+                  std::max<int64_t>(1, root.bounds[plan.row]);
+  bool grouped = false;
   for (unsigned d : order) {
-    tiles[d] = 1;
-  }
-  int64_t w = std::max<int64_t>(1, root.bounds[plan.inner]);
-  int64_t t = w <= kRow ? w : largestDivisorUpTo(w, kRow);
-  tiles[plan.inner] = t < kRow / 2 && w > kRow ? kRow : t;
-  if (order.size() > 1 && order[0] == plan.inner) {
-    int64_t rows = std::max<int64_t>(1, kOutputs / tiles[plan.inner]);
-    tiles[order[1]] = largestDivisorUpTo(
-        std::max<int64_t>(1, root.bounds[order[1]]), rows);
+    int64_t bound = std::max<int64_t>(1, root.bounds[d]);
+    if (d == plan.col || d == plan.row) {
+      tiles[d] = bound;
+    } else if (!grouped && bound > 1) {
+      tiles[d] = largestDivisorUpTo(bound,
+                                    std::max<int64_t>(1, kOutputs / plane));
+      grouped = true;
+    } else {
+      tiles[d] = 1;
+    }
   }
 }
 

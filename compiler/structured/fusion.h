@@ -57,14 +57,27 @@ std::optional<GemmPlan> planGemm(const StructuredProgram &program,
 // (gemm_layout.cpp). Needs the groups' tile sizes.
 void relayoutGemmOperands(StructuredProgram &program);
 
-// A convolution root without a GemmPlan (depthwise: one output channel per
-// group) that can run row by row: input |b| reads the output's innermost loop
-// |inner| and input |a| (no padding or indirect reads) does not, so each
-// reduction step is one weight times a strided row of |b|.
+// A convolution root without a GemmPlan (depthwise or grouped) whose every
+// output element is a window of one plane of input |b|:
+//  - the output's last result is loop |col| and the one before it loop
+//    |row| (both parallel);
+//  - b's last result (input columns) is colStride * col + colDilation * kw
+//    + c and another result |rowResult| (input rows) is rowStride * row +
+//    rowDilation * kh + c, with kw and kh reduction loops (absent for a
+//    window of width or height 1) and positive strides and dilations;
+//  - no other result of b reads col, row, kw or kh, and input |a| (the
+//    weights: no padding or indirect reads) reads neither col nor row.
+// Other parallel loops select the plane (channels, batch); other reduction
+// loops (input channels of a group) sum several planes.
 struct RowConvPlan {
   unsigned a = 0;
   unsigned b = 0;
-  unsigned inner = 0;
+  unsigned col = 0;
+  unsigned row = 0;
+  std::optional<unsigned> kw, kh;
+  unsigned rowResult = 0;
+  int64_t colStride = 1, colDilation = 1;
+  int64_t rowStride = 1, rowDilation = 1;
 };
 std::optional<RowConvPlan> planRowConv(const StructuredProgram &program,
                                        const StructuredOp &root);

@@ -9,7 +9,7 @@
 #include "compiler/graph/status.h"
 #include "compiler/targets/llvm_cpu/math.h"
 #include "compiler/targets/llvm_cpu/packed_gemm.h"
-#include "compiler/targets/llvm_cpu/row_conv.h"
+#include "compiler/targets/llvm_cpu/depthwise_conv.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/MDBuilder.h"
@@ -140,8 +140,8 @@ public:
       hi[d] = b_.CreateSelect(b_.CreateICmpSLT(end, hi[d]), end, hi[d]);
     }
     // Convolutions and contractions of matrix-product form take the packed
-    // panel path (packed_gemm.h) when it applies, depthwise convolutions with
-    // long rows the row path (row_conv.h).
+    // panel path (packed_gemm.h) when it applies, depthwise convolutions the
+    // padded-plane path (depthwise_conv.h).
     TileHooks hooks{
         [&](unsigned t) { return bindings_.at(t); },
         [&](const OperandAccess &in, llvm::ArrayRef<llvm::Value *> ivs) {
@@ -153,8 +153,8 @@ public:
     COMPILER_ASSIGN_OR_RETURN(bool packed,
                               emitPackedGemm(p_, r_, b_, fn_, lo, hi, hooks));
     if (!packed) {
-      COMPILER_ASSIGN_OR_RETURN(packed,
-                                emitRowConv(p_, r_, b_, fn_, lo, hi, hooks));
+      COMPILER_ASSIGN_OR_RETURN(
+          packed, emitDepthwiseConv(p_, r_, b_, fn_, lo, hi, hooks));
     }
     if (packed) {
       b_.CreateRet(resultCode());

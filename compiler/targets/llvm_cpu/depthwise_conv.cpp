@@ -1,0 +1,815 @@
+// Depthwise convolutions through padded, stride-phase-split scratch planes.
+//
+// Per workgroup (whole planes of one or a few channels), per plane and block
+// of rb output rows starting at r0:
+//   copy: every input row the block needs is copied once into scratch plane
+//     rows of pitch Wq, with the padding value left and right and in rows
+//     outside the input. With strides sh x sw the rows and columns are split
+//     by phase while copying: plane[ph_r * sw + ph_c][i][j] holds input
+//     (sh * (r0 + i) + ph_r + c_r, sw * j + ph_c + c_c), c_r and c_c being the
+//     (negative) padding offsets.
+//   compute: output (oh, ow) of the block sits at q = oh * Wq + ow and tap
+//     (kh, kw) reads plane[phase(kh, kw)][q + offset(kh, kw)] with a constant
+//     offset, so a vector of outputs costs one unaligned vector load and one
+//     FMA per tap, weights hoisted into registers. Short rows are computed in
+//     the flattened q space (a vector spans several rows; columns
+//     q mod Wq >= OW are junk that is never stored), long rows row by row,
+//     whichever computes fewer lanes. Plane rows and the end of each plane
+//     are padded so vectors past the block read initialized scratch.
+//   epilogue: per output row, the region's fused ops through hooks.finish in
+//     a loop the loop vectorizer turns into vector code.
+// Scalar targets (vector width 1) compute several outputs per iteration
+// instead, so the loads neighbouring taps share are loaded once.
+#include "compiler/targets/llvm_cpu/depthwise_conv.h"
+
+#include <algorithm>
+
+#include "compiler/structured/fusion.h"
+#include "compiler/targets/llvm_cpu/packed_gemm.h"
+#include "llvm/IR/Intrinsics.h"
+#include "llvm/Support/CommandLine.h"
+
+namespace osprey::compiler::llvm_cpu {
+
+static llvm::cl::opt<unsigned> vectorWidthOption(
+    "osprey-depthwise-vector-width",
+    llvm::cl::desc("f32 lanes of the depthwise convolution code (0: the "
+                   "target's; 1: scalar code as for embedded targets)"),
+    llvm::cl::init(0), llvm::cl::Hidden);
+
+static llvm::cl::opt<unsigned> maxScratchOption(
+    "osprey-depthwise-max-scratch",
+    llvm::cl::desc("Stack bytes the depthwise convolution path may use per "
+                   "workgroup (0: the target's default)"),
+    llvm::cl::init(0), llvm::cl::Hidden);
+
+namespace {
+
+using structured::RowConvPlan;
+using structured::StructuredOp;
+
+int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+class DepthwiseConvEmitter : public TileEmitter {
+public:
+  DepthwiseConvEmitter(const dispatch::DispatchProgram &p,
+                       const dispatch::DispatchRegion &r, llvm::IRBuilder<> &b,
+                       llvm::Function *fn, const RowConvPlan &plan,
+                       const TileHooks &hooks)
+      : TileEmitter(p, r, b, fn, hooks), plan_(plan) {}
+
+  // Static geometry for |vectorWidth| lanes and a scratch budget of
+  // |maxScratch| bytes; false when one output row does not fit.
+  bool size(unsigned vectorWidth, uint64_t maxScratch) {
+    const StructuredOp &op = root();
+    for (unsigned d = 0; d < op.bounds.size(); ++d) {
+      if (op.bounds[d] <= 0) {
+        return false; // empty loops: the generic path stores init or nothing
+      }
+    }
+    vw_ = vectorWidth;
+    sw_ = plan_.colStride;
+    sh_ = plan_.rowStride;
+    kw_ = plan_.kw ? op.bounds[*plan_.kw] : 1;
+    kh_ = plan_.kh ? op.bounds[*plan_.kh] : 1;
+    dw_ = plan_.kw ? plan_.colDilation : 0;
+    dh_ = plan_.kh ? plan_.rowDilation : 0;
+    phases_ = sh_ * sw_;
+    int64_t ow = maxExtent(plan_.col), oh = maxExtent(plan_.row);
+    wq_ = ow + (kw_ - 1) * dw_ / sw_;
+    khx_ = (kh_ - 1) * dh_ / sh_;
+    int64_t taps = kw_ * kh_;
+    // Scalar code keeps a row of up to 8 accumulators (4 beside the 25
+    // weights of a 5x5 window) in the 32 registers of an FPU.
+    u_ = vw_ > 1 ? 1 : std::min<int64_t>(ow, taps > 9 ? 4 : 8);
+    lanes_ = vw_ * u_;
+    // Rows with column phases go through row_ unless split in registers.
+    bool rowBuffer = sw_ > 1 && !(vw_ > 1 && sw_ == 2);
+    auto bytes = [&](int64_t rows) {
+      int64_t plane = (rows + khx_) * wq_ + lanes_ + vw_;
+      int64_t t = rowBuffer ? sw_ * roundUp(wq_, vw_) + vw_ : 0;
+      int64_t s = rows * wq_ + lanes_ + vw_;
+      return uint64_t(4 * (phases_ * plane + t + s));
+    };
+    int64_t rows = 0;
+    for (int64_t r = oh; r >= 1 && !rows; --r) {
+      if (bytes(r) <= maxScratch) {
+        rows = r;
+      }
+    }
+    if (!rows) {
+      return false;
+    }
+    int64_t blocks = (oh + rows - 1) / rows;
+    rows_ = (oh + blocks - 1) / blocks;
+    planeStride_ = roundUp((rows_ + khx_) * wq_ + lanes_ + vw_, vw_);
+    tLen_ = rowBuffer ? sw_ * roundUp(wq_, vw_) + vw_ : 0;
+    sLen_ = rows_ * wq_ + lanes_ + vw_;
+    flat_ = roundUp((rows_ - 1) * wq_ + ow, lanes_) <=
+            rows_ * roundUp(ow, lanes_);
+    // Row by row, each row's vectors past its end land on the next row's
+    // sums, which are computed afterwards: the sums can be dense.
+    sPitch_ = flat_ ? wq_ : ow;
+    dense_ = flatEpilogue();
+    int64_t planes = 1;
+    for (unsigned d = 0; d < op.bounds.size(); ++d) {
+      bool parallel = op.iterators[d] == structured::IteratorType::Parallel;
+      if (parallel && d != plan_.col && d != plan_.row) {
+        outer_.push_back(d);
+        planes *= maxExtent(d);
+      } else if (!parallel && d != plan_.kw && d != plan_.kh) {
+        rolled_.push_back(d);
+        rolledCount_ *= op.bounds[d];
+      }
+    }
+    // Small planes (one block each) run stage by stage over a batch of
+    // planes: copy all, compute all, then the epilogues. Each stage then
+    // reads scratch written long before; plane by plane, the loads right
+    // after the copy's (masked, unaligned) stores missed store forwarding
+    // and stalled (a 960-channel 7x7 layer spent most of its time there).
+    int64_t slot = 4 * (phases_ * planeStride_ + sLen_);
+    if (rows_ >= oh && rolledCount_ == 1 && planes > 1 && vw_ > 1) {
+      batch_ = std::min<int64_t>(
+          planes, int64_t(maxScratch - 4 * tLen_) / slot);
+    }
+    if (batch_ < 2) {
+      batch_ = 1;
+    }
+    return true;
+  }
+
+  absl::Status emit(llvm::ArrayRef<llvm::Value *> loIn,
+                    llvm::ArrayRef<llvm::Value *> hiIn) {
+    const StructuredOp &op = root();
+    f32_ = b_.getFloatTy();
+    vecTy_ = vw_ > 1 ? llvm::FixedVectorType::get(f32_, vw_) : f32_;
+    std::vector<llvm::Value *> lo(loIn.begin(), loIn.end());
+    std::vector<llvm::Value *> hi(hiIn.begin(), hiIn.end());
+    // A loop covered by one tile starts at 0: constant bounds let LLVM fold
+    // the copy's border arithmetic.
+    for (unsigned d : {plan_.col, plan_.row}) {
+      if (maxExtent(d) == op.bounds[d]) {
+        lo[d] = idx(0);
+        hi[d] = idx(op.bounds[d]);
+      }
+    }
+    lo_ = lo;
+    hi_ = hi;
+    {
+      llvm::BasicBlock &entry = fn_->getEntryBlock();
+      llvm::IRBuilder<> eb(&entry, entry.begin());
+      auto scratch = [&](int64_t n, const char *name) {
+        llvm::AllocaInst *a =
+            eb.CreateAlloca(llvm::ArrayType::get(f32_, n), nullptr, name);
+        a->setAlignment(llvm::Align(64));
+        return a;
+      };
+      plane_ = scratch(batch_ * phases_ * planeStride_, "dw_plane");
+      sums_ = scratch(batch_ * sLen_, "dw_sums");
+      if (tLen_) {
+        row_ = scratch(tLen_, "dw_row");
+      }
+    }
+    planeBase_ = plane_;
+    sumsBase_ = sums_;
+    ivs_.assign(lo.begin(), lo.end());
+    std::vector<llvm::Value *> zero(op.bounds.size(), idx(0)), bound;
+    for (int64_t v : op.bounds) {
+      bound.push_back(idx(v));
+    }
+    for (unsigned d : rolled_) {
+      ivs_[d] = idx(0);
+    }
+    absl::Status status = absl::OkStatus();
+    if (batch_ > 1) {
+      emitBatches(lo, hi, status);
+      return status;
+    }
+    nest(outer_, 0, lo, hi, [&] {
+      stepLoop(lo[plan_.row], hi[plan_.row], rows_, false,
+               [&](llvm::Value *r0) {
+                 llvm::Value *left = b_.CreateSub(hi[plan_.row], r0);
+                 llvm::Value *rb = b_.CreateSelect(
+                     b_.CreateICmpSLT(left, idx(rows_)), left, idx(rows_));
+                 llvm::Value *count = computeEnd(rb);
+                 if (rolledCount_ > 1) {
+                   // Several planes sum into one output (grouped
+                   // convolutions): the sums start at init.
+                   llvm::Value *init = splat(
+                       llvm::ConstantFP::get(f32_, *op.init));
+                   stepLoop(idx(0), count, vw_, true, [&](llvm::Value *q) {
+                     b_.CreateAlignedStore(init, sumsAt(q), llvm::Align(4));
+                   });
+                 }
+                 nest(rolled_, 0, zero, bound, [&] {
+                   copyPlanes(r0, rb);
+                   compute(rb, rolledCount_ > 1);
+                 });
+                 compact(rb);
+                 if (status.ok()) {
+                   status = epilogue(r0, rb);
+                 }
+               });
+    });
+    return status;
+  }
+
+private:
+  // The tile's planes (outer loop iterations) in batches of batch_, each
+  // stage over the whole batch; plane j of a batch uses scratch slot j.
+  void emitBatches(llvm::ArrayRef<llvm::Value *> lo,
+                   llvm::ArrayRef<llvm::Value *> hi, absl::Status &status) {
+    const StructuredOp &op = root();
+    // Extents of the outer loops in the tile: constants when the tile
+    // divides the loop, so the plane index splits with cheap divisions.
+    std::vector<llvm::Value *> extent;
+    llvm::Value *total = idx(1);
+    for (unsigned d : outer_) {
+      int64_t tile = maxExtent(d);
+      extent.push_back(op.bounds[d] % tile == 0 ? idx(tile)
+                                                : b_.CreateSub(hi[d], lo[d]));
+      total = b_.CreateMul(total, extent.back());
+    }
+    llvm::Value *r0 = lo[plan_.row];
+    llvm::Value *rb = b_.CreateSub(hi[plan_.row], lo[plan_.row]);
+    stepLoop(idx(0), total, batch_, false, [&](llvm::Value *b0) {
+      llvm::Value *n = min(idx(batch_), b_.CreateSub(total, b0));
+      auto stage = [&](bool setOuter, llvm::function_ref<void()> body) {
+        loop(idx(0), n, [&](llvm::Value *j) {
+          if (setOuter) {
+            llvm::Value *linear = b_.CreateAdd(b0, j);
+            for (size_t k = outer_.size(); k-- > 0;) {
+              unsigned d = outer_[k];
+              if (maxExtent(d) == 1) {
+                ivs_[d] = lo[d];
+                continue;
+              }
+              ivs_[d] = b_.CreateAdd(lo[d], b_.CreateURem(linear, extent[k]));
+              linear = b_.CreateUDiv(linear, extent[k]);
+            }
+          }
+          planeBase_ =
+              at(plane_, b_.CreateMul(j, idx(phases_ * planeStride_)));
+          sumsBase_ = at(sums_, b_.CreateMul(j, idx(sLen_)));
+          body();
+        });
+      };
+      stage(true, [&] { copyPlanes(r0, rb); });
+      stage(true, [&] { compute(rb, false); });
+      if (dense_ && sPitch_ != op.bounds[plan_.col]) {
+        stage(false, [&] { compact(rb); });
+      }
+      stage(true, [&] {
+        if (status.ok()) {
+          status = epilogue(r0, rb);
+        }
+      });
+    });
+    planeBase_ = plane_;
+    sumsBase_ = sums_;
+  }
+
+  // Whether the epilogue may run over flattened positions of a block: with
+  // the row index at the block's first row and the column index running
+  // over rows * OW positions, every address the region's ops compute must be
+  // the one of the element at (row + c / OW, c % OW). That holds when each
+  // tensor read or written either reads neither index or advances OW times
+  // as far per row as per column, without padding (a bias per channel, a
+  // residual of the output's layout). The column tile must be whole.
+  bool flatEpilogue() {
+    const StructuredOp &op = root();
+    unsigned row = plan_.row, col = plan_.col;
+    int64_t ow = op.bounds[col];
+    if (maxExtent(col) != ow) {
+      return false;
+    }
+    // (row, col) coefficients of each index of the current op's space.
+    std::vector<std::pair<int64_t, int64_t>> space;
+    auto linear = [&](unsigned tensor, const structured::AffineMap &map,
+                      bool padded) {
+      llvm::ArrayRef<int64_t> dims = p_.program.tensors[tensor].type.dims();
+      if (dims.size() != map.results.size()) {
+        return false;
+      }
+      int64_t stride = 1, perRow = 0, perCol = 0;
+      for (size_t k = dims.size(); k-- > 0;) {
+        const structured::AffineExpr &e = map.results[k];
+        int64_t r = 0, c = 0;
+        for (size_t j = 0; j < e.coeffs.size() && j < space.size(); ++j) {
+          r += e.coeffs[j] * space[j].first;
+          c += e.coeffs[j] * space[j].second;
+        }
+        if (padded && (r || c)) {
+          return false;
+        }
+        perRow += r * stride;
+        perCol += c * stride;
+        stride *= dims[k];
+      }
+      return perRow == ow * perCol;
+    };
+    for (unsigned d = 0; d < op.bounds.size(); ++d) {
+      space.push_back({d == row ? 1 : 0, d == col ? 1 : 0});
+    }
+    if (!linear(op.output.tensor, op.output.map, false)) {
+      return false;
+    }
+    std::vector<unsigned> internal = {op.output.tensor};
+    std::vector<std::pair<int64_t, int64_t>> next;
+    auto advance = [&](const structured::AffineMap &map) {
+      next.clear();
+      for (const structured::AffineExpr &e : map.results) {
+        int64_t r = 0, c = 0;
+        for (size_t j = 0; j < e.coeffs.size() && j < space.size(); ++j) {
+          r += e.coeffs[j] * space[j].first;
+          c += e.coeffs[j] * space[j].second;
+        }
+        next.push_back({r, c});
+      }
+      space = next;
+    };
+    advance(op.output.map);
+    for (size_t i = 1; i < r_.ops.size(); ++i) {
+      const StructuredOp &f = p_.program.ops[r_.ops[i]];
+      for (const structured::OperandAccess &in : f.inputs) {
+        if (std::find(internal.begin(), internal.end(), in.tensor) !=
+            internal.end()) {
+          continue;
+        }
+        if (in.indirect || !linear(in.tensor, in.map, in.padValue.has_value())) {
+          return false;
+        }
+      }
+      if (!linear(f.output.tensor, f.output.map, false)) {
+        return false;
+      }
+      internal.push_back(f.output.tensor);
+      advance(f.output.map);
+    }
+    return true;
+  }
+
+  llvm::Value *splat(llvm::Value *v) {
+    return vw_ > 1 ? b_.CreateVectorSplat(vw_, v) : v;
+  }
+  llvm::Value *at(llvm::Value *base, llvm::Value *off) {
+    return b_.CreateInBoundsGEP(f32_, base, off);
+  }
+  llvm::Value *planeAt(int64_t phase, llvm::Value *off) {
+    return at(planeBase_, b_.CreateAdd(idx(phase * planeStride_), off));
+  }
+  llvm::Value *sumsAt(llvm::Value *off) { return at(sumsBase_, off); }
+  llvm::Value *min(llvm::Value *x, llvm::Value *y) {
+    return b_.CreateSelect(b_.CreateICmpSLT(x, y), x, y);
+  }
+  llvm::Value *max(llvm::Value *x, llvm::Value *y) {
+    return b_.CreateSelect(b_.CreateICmpSGT(x, y), x, y);
+  }
+  llvm::Value *ceilDiv(llvm::Value *x, int64_t m) {
+    return b_.CreateUDiv(b_.CreateAdd(x, idx(m - 1)), idx(m));
+  }
+
+  // for (iv = lo; iv < hi; iv += step) body(iv). |vectorCode| keeps the
+  // loop vectorizer away from loops whose body is vector code already.
+  void stepLoop(llvm::Value *lo, llvm::Value *hi, int64_t step,
+                bool vectorCode, llvm::function_ref<void(llvm::Value *)> body) {
+    llvm::BasicBlock *pre = b_.GetInsertBlock();
+    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "dw_loop", fn_);
+    llvm::BasicBlock *bodyBlock =
+        llvm::BasicBlock::Create(ctx_, "dw_body", fn_);
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "dw_exit", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode *iv = b_.CreatePHI(idxTy_, 2);
+    iv->addIncoming(lo, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), bodyBlock, exit);
+    b_.SetInsertPoint(bodyBlock);
+    body(iv);
+    iv->addIncoming(b_.CreateAdd(iv, idx(step), "", true, true),
+                    b_.GetInsertBlock());
+    llvm::BranchInst *latch = b_.CreateBr(header);
+    if (vectorCode) {
+      llvm::Metadata *off[] = {
+          llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+          llvm::ConstantAsMetadata::get(b_.getFalse())};
+      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx_, off)};
+      llvm::MDNode *id = llvm::MDNode::getDistinct(ctx_, ops);
+      id->replaceOperandWith(0, id);
+      latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+    }
+    b_.SetInsertPoint(exit);
+  }
+
+  void nest(llvm::ArrayRef<unsigned> dims, size_t i,
+            llvm::ArrayRef<llvm::Value *> lo, llvm::ArrayRef<llvm::Value *> hi,
+            llvm::function_ref<void()> inner) {
+    if (i == dims.size()) {
+      inner();
+      return;
+    }
+    unsigned d = dims[i];
+    loop(lo[d], hi[d], [&](llvm::Value *iv) {
+      ivs_[d] = iv;
+      nest(dims, i + 1, lo, hi, inner);
+    });
+  }
+
+  // Flattened end of the computed lanes of a block of |rb| rows.
+  llvm::Value *computeEnd(llvm::Value *rb) {
+    llvm::Value *ow = b_.CreateSub(hi_[plan_.col], lo_[plan_.col]);
+    llvm::Value *last = b_.CreateAdd(
+        b_.CreateMul(b_.CreateSub(rb, idx(1)), idx(wq_)), ow);
+    return b_.CreateMul(ceilDiv(last, lanes_), idx(lanes_));
+  }
+
+  // Stores |value| (a scalar) to dst[from, to).
+  void fillScalars(llvm::Value *dst, llvm::Value *from, llvm::Value *to,
+                   llvm::Value *value) {
+    loop(from, to, [&](llvm::Value *c) {
+      b_.CreateAlignedStore(value, at(dst, c), llvm::Align(4));
+    });
+  }
+
+  // Stores vectors of |value| over dst[0, n) rounded up to whole vectors.
+  void fillVectors(llvm::Value *dst, llvm::Value *n, llvm::Value *value) {
+    llvm::Value *v = splat(value);
+    stepLoop(idx(0), n, vw_, true, [&](llvm::Value *c) {
+      b_.CreateAlignedStore(v, at(dst, c), llvm::Align(4));
+    });
+  }
+
+  // Copies src[from, from + n) to dst[to, to + n): whole vectors in
+  // increasing order, then a masked tail.
+  void copySpan(llvm::Value *dst, llvm::Value *to, llvm::Value *src,
+                llvm::Value *from, llvm::Value *n) {
+    llvm::Value *full = b_.CreateMul(b_.CreateUDiv(n, idx(vw_)), idx(vw_));
+    stepLoop(idx(0), full, vw_, true, [&](llvm::Value *c) {
+      b_.CreateAlignedStore(
+          b_.CreateAlignedLoad(vecTy_, b_.CreateGEP(f32_, src,
+                                                    b_.CreateAdd(from, c)),
+                               llvm::Align(4)),
+          at(dst, b_.CreateAdd(to, c)), llvm::Align(4));
+    });
+    if (vw_ == 1) {
+      return;
+    }
+    llvm::Value *rem = b_.CreateTrunc(b_.CreateSub(n, full), b_.getInt32Ty());
+    std::vector<llvm::Constant *> steps;
+    for (unsigned i = 0; i < vw_; ++i) {
+      steps.push_back(b_.getInt32(i));
+    }
+    llvm::Value *mask = b_.CreateICmpULT(llvm::ConstantVector::get(steps),
+                                         b_.CreateVectorSplat(vw_, rem));
+    llvm::Value *v = b_.CreateMaskedLoad(
+        vecTy_, b_.CreateGEP(f32_, src, b_.CreateAdd(from, full)),
+        llvm::Align(4), mask);
+    b_.CreateMaskedStore(v, at(dst, b_.CreateAdd(to, full)), llvm::Align(4),
+                         mask);
+  }
+
+  // Copies the input rows of output rows [r0, r0 + rb) into the planes.
+  void copyPlanes(llvm::Value *r0, llvm::Value *rb) {
+    const StructuredOp &op = root();
+    const structured::OperandAccess &in = op.inputs[plan_.b];
+    llvm::ArrayRef<int64_t> dims = p_.program.tensors[in.tensor].type.dims();
+    size_t last = dims.size() - 1;
+    std::vector<int64_t> strides(dims.size(), 1);
+    for (size_t k = last; k-- > 0;) {
+      strides[k] = strides[k + 1] * dims[k + 1];
+    }
+    // Offset of the plane and whether it is inside the input (results other
+    // than rows and columns read only loops set in ivs_).
+    llvm::Value *base = idx(0);
+    llvm::Value *inside = b_.getTrue();
+    for (size_t k = 0; k < last; ++k) {
+      if (k == plan_.rowResult) {
+        continue;
+      }
+      llvm::Value *v = evalExpr(in.map.results[k]);
+      base = b_.CreateAdd(base, b_.CreateMul(v, idx(strides[k])));
+      if (in.padValue) {
+        inside = b_.CreateAnd(inside, b_.CreateICmpULT(v, idx(dims[k])));
+      }
+    }
+    llvm::Value *pad =
+        llvm::ConstantFP::get(f32_, in.padValue ? *in.padValue : 0.0);
+    int64_t height = dims[plan_.rowResult], width = dims[last];
+    int64_t rowConst = in.map.results[plan_.rowResult].constant;
+    // Row copies go straight into the plane without column phases, else
+    // into row_ first and are split from there.
+    int64_t len = sw_ * wq_;
+    llvm::Value *colBase =
+        b_.CreateAdd(b_.CreateMul(lo_[plan_.col], idx(sw_)),
+                     idx(in.map.results[last].constant));
+    llvm::Value *c0 = min(max(b_.CreateSub(idx(0), colBase), idx(0)), idx(len));
+    llvm::Value *c1 =
+        min(max(b_.CreateSub(idx(width), colBase), c0), idx(len));
+    // Plain (not inbounds) address arithmetic: the left padding puts the
+    // row start before the tensor.
+    llvm::Value *src =
+        b_.CreateGEP(f32_, hooks_.base(in.tensor), b_.CreateAdd(base, colBase));
+    loop(idx(0), b_.CreateAdd(rb, idx(khx_)), [&](llvm::Value *r) {
+      for (int64_t rph = 0; rph < sh_; ++rph) {
+        llvm::Value *inRow = b_.CreateAdd(
+            b_.CreateMul(b_.CreateAdd(r0, r), idx(sh_)), idx(rph + rowConst));
+        llvm::Value *ok =
+            b_.CreateAnd(inside, b_.CreateICmpULT(inRow, idx(height)));
+        llvm::Value *rowOff = b_.CreateMul(r, idx(wq_));
+        if (vw_ > 1 && sw_ <= 2) {
+          // Vector rows: masked loads (padding lanes and rows outside the
+          // input read nothing) split into column phases in registers.
+          llvm::Value *safeRow = b_.CreateSelect(ok, inRow, idx(0));
+          llvm::Value *rowSrc = b_.CreateGEP(
+              f32_, src,
+              b_.CreateMul(safeRow, idx(strides[plan_.rowResult])));
+          llvm::Value *hiCol = b_.CreateSelect(ok, c1, c0);
+          auto load = [&](llvm::Value *t) {
+            llvm::Type *i32 = b_.getInt32Ty();
+            std::vector<llvm::Constant *> steps;
+            for (unsigned i = 0; i < vw_; ++i) {
+              steps.push_back(b_.getInt32(i));
+            }
+            llvm::Value *lanes = b_.CreateAdd(
+                b_.CreateVectorSplat(vw_, b_.CreateTrunc(t, i32)),
+                llvm::ConstantVector::get(steps));
+            llvm::Value *mask = b_.CreateAnd(
+                b_.CreateICmpSGE(lanes, b_.CreateVectorSplat(
+                                            vw_, b_.CreateTrunc(c0, i32))),
+                b_.CreateICmpSLT(lanes, b_.CreateVectorSplat(
+                                            vw_, b_.CreateTrunc(hiCol, i32))));
+            return b_.CreateMaskedLoad(vecTy_, b_.CreateGEP(f32_, rowSrc, t),
+                                       llvm::Align(4), mask, splat(pad));
+          };
+          if (sw_ == 1) {
+            stepLoop(idx(0), idx(wq_), vw_, true, [&](llvm::Value *c) {
+              b_.CreateAlignedStore(load(c),
+                                    planeAt(rph, b_.CreateAdd(rowOff, c)),
+                                    llvm::Align(4));
+            });
+            continue;
+          }
+          std::vector<int> even, odd;
+          for (unsigned i = 0; i < vw_; ++i) {
+            even.push_back(2 * i);
+            odd.push_back(2 * i + 1);
+          }
+          stepLoop(idx(0), idx(wq_), vw_, true, [&](llvm::Value *c) {
+            llvm::Value *t = b_.CreateMul(c, idx(2));
+            llvm::Value *x0 = load(t);
+            llvm::Value *x1 = load(b_.CreateAdd(t, idx(vw_)));
+            llvm::Value *to = b_.CreateAdd(rowOff, c);
+            b_.CreateAlignedStore(b_.CreateShuffleVector(x0, x1, even),
+                                  planeAt(rph * 2, to), llvm::Align(4));
+            b_.CreateAlignedStore(b_.CreateShuffleVector(x0, x1, odd),
+                                  planeAt(rph * 2 + 1, to), llvm::Align(4));
+          });
+          continue;
+        }
+        llvm::Value *dst =
+            sw_ == 1 ? planeAt(rph, rowOff) : static_cast<llvm::Value *>(row_);
+        llvm::BasicBlock *copyBlock =
+            llvm::BasicBlock::Create(ctx_, "dw_copy", fn_);
+        llvm::BasicBlock *padBlock =
+            llvm::BasicBlock::Create(ctx_, "dw_pad_row", fn_);
+        llvm::BasicBlock *done = llvm::BasicBlock::Create(ctx_, "dw_row", fn_);
+        b_.CreateCondBr(ok, copyBlock, padBlock);
+        b_.SetInsertPoint(copyBlock);
+        fillScalars(dst, idx(0), c0, pad);
+        copySpan(dst, c0,
+                 b_.CreateGEP(f32_, src,
+                              b_.CreateMul(inRow,
+                                           idx(strides[plan_.rowResult]))),
+                 c0, b_.CreateSub(c1, c0));
+        fillScalars(dst, c1, idx(len), pad);
+        b_.CreateBr(done);
+        b_.SetInsertPoint(padBlock);
+        fillVectors(dst, idx(len), pad);
+        b_.CreateBr(done);
+        b_.SetInsertPoint(done);
+        if (sw_ > 1) {
+          splitPhases(rph, rowOff);
+        }
+      }
+    });
+    // Vectors of the last rows read up to lanes_ elements past the rows.
+    llvm::Value *end = b_.CreateMul(b_.CreateAdd(rb, idx(khx_)), idx(wq_));
+    for (int64_t ph = 0; ph < phases_; ++ph) {
+      for (int64_t k = 0; k < roundUp(lanes_, vw_); k += vw_) {
+        b_.CreateAlignedStore(splat(llvm::ConstantFP::get(f32_, 0.0)),
+                              planeAt(ph, b_.CreateAdd(end, idx(k))),
+                              llvm::Align(4));
+      }
+    }
+  }
+
+  // Splits row_ by column phase into plane row |rowOff| of the planes of
+  // row phase |rph|: plane[rph * sw + cph][j] = row_[sw * j + cph].
+  void splitPhases(int64_t rph, llvm::Value *rowOff) {
+    if (vw_ > 1 && sw_ == 2) {
+      std::vector<int> even, odd;
+      for (unsigned i = 0; i < vw_; ++i) {
+        even.push_back(2 * i);
+        odd.push_back(2 * i + 1);
+      }
+      stepLoop(idx(0), idx(wq_), vw_, true, [&](llvm::Value *j) {
+        llvm::Value *from = b_.CreateMul(j, idx(2));
+        llvm::Value *x0 =
+            b_.CreateAlignedLoad(vecTy_, at(row_, from), llvm::Align(4));
+        llvm::Value *x1 = b_.CreateAlignedLoad(
+            vecTy_, at(row_, b_.CreateAdd(from, idx(vw_))), llvm::Align(4));
+        llvm::Value *to = b_.CreateAdd(rowOff, j);
+        b_.CreateAlignedStore(b_.CreateShuffleVector(x0, x1, even),
+                              planeAt(rph * 2, to), llvm::Align(4));
+        b_.CreateAlignedStore(b_.CreateShuffleVector(x0, x1, odd),
+                              planeAt(rph * 2 + 1, to), llvm::Align(4));
+      });
+      return;
+    }
+    loop(idx(0), idx(wq_), [&](llvm::Value *j) {
+      for (int64_t cph = 0; cph < sw_; ++cph) {
+        llvm::Value *x = b_.CreateAlignedLoad(
+            f32_, at(row_, b_.CreateAdd(b_.CreateMul(j, idx(sw_)), idx(cph))),
+            llvm::Align(4));
+        b_.CreateAlignedStore(
+            x, planeAt(rph * sw_ + cph, b_.CreateAdd(rowOff, j)),
+            llvm::Align(4));
+      }
+    });
+  }
+
+  // Accumulates the window of the current planes into the sums of a block
+  // of |rb| output rows (adding to the sums when |accumulate|).
+  void compute(llvm::Value *rb, bool accumulate) {
+    const StructuredOp &op = root();
+    struct Tap {
+      llvm::Value *weight;
+      int64_t phase, offset;
+    };
+    std::vector<Tap> taps;
+    llvm::Value *savedH = plan_.kh ? ivs_[*plan_.kh] : nullptr;
+    llvm::Value *savedW = plan_.kw ? ivs_[*plan_.kw] : nullptr;
+    for (int64_t kh = 0; kh < kh_; ++kh) {
+      for (int64_t kw = 0; kw < kw_; ++kw) {
+        if (plan_.kh) {
+          ivs_[*plan_.kh] = idx(kh);
+        }
+        if (plan_.kw) {
+          ivs_[*plan_.kw] = idx(kw);
+        }
+        int64_t r = kh * dh_, c = kw * dw_;
+        taps.push_back({splat(hooks_.load(op.inputs[plan_.a], ivs_)),
+                        (r % sh_) * sw_ + c % sw_,
+                        (r / sh_) * wq_ + c / sw_});
+      }
+    }
+    if (plan_.kh) {
+      ivs_[*plan_.kh] = savedH;
+    }
+    if (plan_.kw) {
+      ivs_[*plan_.kw] = savedW;
+    }
+    llvm::Value *init = splat(llvm::ConstantFP::get(f32_, *op.init));
+    llvm::Value *ow = b_.CreateSub(hi_[plan_.col], lo_[plan_.col]);
+    llvm::Value *segments = flat_ ? idx(1) : rb;
+    llvm::Value *segment =
+        flat_ ? computeEnd(rb)
+              : b_.CreateMul(ceilDiv(ow, lanes_), idx(lanes_));
+    loop(idx(0), segments, [&](llvm::Value *s) {
+      llvm::Value *start = b_.CreateMul(s, idx(wq_));
+      llvm::Value *sums = b_.CreateSub(b_.CreateMul(s, idx(sPitch_)), start);
+      stepLoop(start, b_.CreateAdd(start, segment), lanes_, true,
+               [&](llvm::Value *q) {
+                 for (int64_t u = 0; u < u_; ++u) {
+                   llvm::Value *pos = b_.CreateAdd(q, idx(u * vw_));
+                   llvm::Value *sumsPos = b_.CreateAdd(sums, pos);
+                   llvm::Value *acc =
+                       accumulate ? b_.CreateAlignedLoad(vecTy_, sumsAt(sumsPos),
+                                                         llvm::Align(4))
+                                  : init;
+                   for (const Tap &t : taps) {
+                     llvm::Value *x = b_.CreateAlignedLoad(
+                         vecTy_, planeAt(t.phase, b_.CreateAdd(pos, idx(t.offset))),
+                         llvm::Align(4));
+                     acc = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd,
+                                              {vecTy_}, {x, t.weight, acc});
+                   }
+                   b_.CreateAlignedStore(acc, sumsAt(sumsPos), llvm::Align(4));
+                 }
+               });
+    });
+  }
+
+  // For a dense epilogue of flattened sums: drops the junk columns in place
+  // (each row moves down, so forward copies read before they overwrite).
+  void compact(llvm::Value *rb) {
+    int64_t ow = root().bounds[plan_.col];
+    if (!dense_ || sPitch_ == ow) {
+      return;
+    }
+    loop(idx(1), rb, [&](llvm::Value *i) {
+      copySpan(sumsBase_, b_.CreateMul(i, idx(ow)), sumsBase_,
+               b_.CreateMul(i, idx(sPitch_)), idx(ow));
+    });
+  }
+
+  // Applies the fused ops to the sums of output rows [r0, r0 + rb) and
+  // stores them: over all rb * OW positions at once when dense_, else row by
+  // row.
+  absl::Status epilogue(llvm::Value *r0, llvm::Value *rb) {
+    absl::Status status = absl::OkStatus();
+    unsigned col = plan_.col;
+    auto finish = [&](llvm::Value *c, llvm::Value *sumsPos) {
+      ivs_[col] = c;
+      llvm::Value *v =
+          b_.CreateAlignedLoad(f32_, sumsAt(sumsPos), llvm::Align(4));
+      if (status.ok()) {
+        status = hooks_.finish(v, ivs_);
+      }
+    };
+    if (dense_) {
+      int64_t ow = root().bounds[col];
+      ivs_[plan_.row] = r0;
+      loop(
+          idx(0), b_.CreateMul(rb, idx(ow)),
+          [&](llvm::Value *c) { finish(c, c); }, /*noInterleave=*/true);
+    } else {
+      loop(idx(0), rb, [&](llvm::Value *i) {
+        ivs_[plan_.row] = b_.CreateAdd(r0, i);
+        llvm::Value *rowBase =
+            b_.CreateSub(b_.CreateMul(i, idx(sPitch_)), lo_[col]);
+        loop(
+            lo_[col], hi_[col],
+            [&](llvm::Value *c) { finish(c, b_.CreateAdd(rowBase, c)); },
+            /*noInterleave=*/true);
+      });
+    }
+    ivs_[col] = lo_[col];
+    ivs_[plan_.row] = lo_[plan_.row];
+    return status;
+  }
+
+  const RowConvPlan &plan_;
+  unsigned vw_ = 1;
+  int64_t u_ = 1, lanes_ = 1;
+  int64_t sw_ = 1, sh_ = 1, kw_ = 1, kh_ = 1, dw_ = 0, dh_ = 0;
+  int64_t phases_ = 1, wq_ = 0, khx_ = 0, rows_ = 1;
+  int64_t planeStride_ = 0, tLen_ = 0, sLen_ = 0, sPitch_ = 0;
+  // Computed in flattened plane coordinates (else row by row); epilogue
+  // over flattened output positions (see flatEpilogue()).
+  bool flat_ = false, dense_ = false;
+  llvm::Type *f32_ = nullptr, *vecTy_ = nullptr;
+  std::vector<llvm::Value *> lo_, hi_;
+  llvm::AllocaInst *plane_ = nullptr, *sums_ = nullptr, *row_ = nullptr;
+  // Scratch of the current plane (a slot of plane_ and sums_ in batches).
+  llvm::Value *planeBase_ = nullptr, *sumsBase_ = nullptr;
+  std::vector<unsigned> outer_, rolled_; // plane loops, summed plane loops
+  int64_t rolledCount_ = 1, batch_ = 1;
+};
+
+} // namespace
+
+absl::StatusOr<bool> emitDepthwiseConv(const dispatch::DispatchProgram &program,
+                                       const dispatch::DispatchRegion &region,
+                                       llvm::IRBuilder<> &builder,
+                                       llvm::Function *fn,
+                                       llvm::ArrayRef<llvm::Value *> lo,
+                                       llvm::ArrayRef<llvm::Value *> hi,
+                                       const TileHooks &hooks) {
+  const StructuredOp &root = program.program.ops[region.ops[0]];
+  if (!allF32(program, root)) {
+    return false;
+  }
+  std::optional<structured::RowConvPlan> plan =
+      structured::planRowConv(program.program, root);
+  if (!plan) {
+    return false;
+  }
+  llvm::StringRef features;
+  if (auto *md = llvm::dyn_cast_or_null<llvm::MDString>(
+          fn->getParent()->getModuleFlag(kTargetFeaturesFlag))) {
+    features = md->getString();
+  }
+  unsigned width =
+      gemmKernelShape(fn->getParent()->getTargetTriple(), features)
+          .vectorWidth;
+  if (vectorWidthOption != 0) {
+    width = vectorWidthOption;
+  }
+  // Vector targets keep the scratch within L1 (48 KiB on the reference
+  // machine) beside the streamed rows; scalar targets have 16 KiB of stack.
+  uint64_t maxScratch = width > 1 ? 32 * 1024 : 8 * 1024;
+  if (maxScratchOption != 0) {
+    maxScratch = maxScratchOption;
+  }
+  DepthwiseConvEmitter emitter(program, region, builder, fn, *plan, hooks);
+  if (!emitter.size(width, maxScratch)) {
+    return false;
+  }
+  absl::Status status = emitter.emit(lo, hi);
+  if (!status.ok()) {
+    return status;
+  }
+  return true;
+}
+
+} // namespace osprey::compiler::llvm_cpu
