@@ -80,8 +80,18 @@ public:
     khx_ = (kh_ - 1) * dh_ / sh_;
     int64_t taps = kw_ * kh_;
     // Scalar code keeps a row of up to 8 accumulators (4 beside the 25
-    // weights of a 5x5 window) in the 32 registers of an FPU.
-    u_ = vw_ > 1 ? 1 : std::min<int64_t>(ow, taps > 9 ? 4 : 8);
+    // weights of a 5x5 window) in the 32 registers of an FPU, preferably a
+    // divisor of the row so no output is computed twice.
+    u_ = 1;
+    if (vw_ == 1) {
+      int64_t most = std::min<int64_t>(ow, taps > 9 ? 4 : 8);
+      u_ = most;
+      for (int64_t u = most; u >= 2 && ow % u_ != 0; --u) {
+        if (ow % u == 0) {
+          u_ = u;
+        }
+      }
+    }
     lanes_ = vw_ * u_;
     // Rows with column phases go through row_ unless split in registers.
     bool rowBuffer = sw_ > 1 && !(vw_ > 1 && sw_ == 2);
@@ -111,6 +121,10 @@ public:
     // sums, which are computed afterwards: the sums can be dense.
     sPitch_ = flat_ ? wq_ : ow;
     dense_ = flatEpilogue();
+    // Scalar rows of whole blocks of u_ outputs go through the epilogue
+    // straight from the accumulators (no sums).
+    direct_ = vw_ == 1 && !flat_ && ow % u_ == 0 &&
+              maxExtent(plan_.col) == op.bounds[plan_.col];
     int64_t planes = 1;
     for (unsigned d = 0; d < op.bounds.size(); ++d) {
       bool parallel = op.iterators[d] == structured::IteratorType::Parallel;
@@ -122,6 +136,7 @@ public:
         rolledCount_ *= op.bounds[d];
       }
     }
+    direct_ = direct_ && rolledCount_ == 1;
     // Small planes (one block each) run stage by stage over a batch of
     // planes: copy all, compute all, then the epilogues. Each stage then
     // reads scratch written long before; plane by plane, the loads right
@@ -200,6 +215,11 @@ public:
                    stepLoop(idx(0), count, vw_, true, [&](llvm::Value *q) {
                      b_.CreateAlignedStore(init, sumsAt(q), llvm::Align(4));
                    });
+                 }
+                 if (direct_) {
+                   copyPlanes(r0, rb);
+                   compute(rb, false, r0, &status);
+                   return;
                  }
                  nest(rolled_, 0, zero, bound, [&] {
                    copyPlanes(r0, rb);
@@ -639,7 +659,10 @@ private:
 
   // Accumulates the window of the current planes into the sums of a block
   // of |rb| output rows (adding to the sums when |accumulate|).
-  void compute(llvm::Value *rb, bool accumulate) {
+  // With direct_, the accumulators of output rows [r0, r0 + rb) go
+  // through the epilogue instead (errors in |status|).
+  void compute(llvm::Value *rb, bool accumulate, llvm::Value *r0 = nullptr,
+               absl::Status *status = nullptr) {
     const StructuredOp &op = root();
     struct Tap {
       llvm::Value *weight;
@@ -686,12 +709,28 @@ private:
                        accumulate ? b_.CreateAlignedLoad(vecTy_, sumsAt(sumsPos),
                                                          llvm::Align(4))
                                   : init;
+                   // A zero init starts from the first product (the scalar
+                   // FPUs would add the zero).
+                   bool first = !accumulate && *op.init == 0.0;
                    for (const Tap &t : taps) {
                      llvm::Value *x = b_.CreateAlignedLoad(
                          vecTy_, planeAt(t.phase, b_.CreateAdd(pos, idx(t.offset))),
                          llvm::Align(4));
-                     acc = b_.CreateIntrinsic(llvm::Intrinsic::fmuladd,
-                                              {vecTy_}, {x, t.weight, acc});
+                     acc = first ? b_.CreateFMul(x, t.weight)
+                                 : b_.CreateIntrinsic(llvm::Intrinsic::fmuladd,
+                                                      {vecTy_},
+                                                      {x, t.weight, acc});
+                     first = false;
+                   }
+                   if (status) {
+                     ivs_[plan_.row] = b_.CreateAdd(r0, s);
+                     ivs_[plan_.col] = b_.CreateAdd(
+                         lo_[plan_.col],
+                         b_.CreateAdd(b_.CreateSub(q, start), idx(u)));
+                     if (status->ok()) {
+                       *status = hooks_.finish(acc, ivs_);
+                     }
+                     continue;
                    }
                    b_.CreateAlignedStore(acc, sumsAt(sumsPos), llvm::Align(4));
                  }
@@ -756,7 +795,7 @@ private:
   int64_t planeStride_ = 0, tLen_ = 0, sLen_ = 0, sPitch_ = 0;
   // Computed in flattened plane coordinates (else row by row); epilogue
   // over flattened output positions (see flatEpilogue()).
-  bool flat_ = false, dense_ = false;
+  bool flat_ = false, dense_ = false, direct_ = false;
   llvm::Type *f32_ = nullptr, *vecTy_ = nullptr;
   std::vector<llvm::Value *> lo_, hi_;
   llvm::AllocaInst *plane_ = nullptr, *sums_ = nullptr, *row_ = nullptr;
