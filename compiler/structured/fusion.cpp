@@ -457,14 +457,18 @@ void chooseGemmTiles(const StructuredOp &root, const GemmPlan &plan,
       // makes the fewest tiles (each reads all of A), then divides the
       // bound: 28x28 maps take tiles of 8 rows (224 pixels, the last 112)
       // instead of 7 (196 pixels computed as 208; a 128-channel 3x3
-      // convolution 1.75 -> 1.64 ms).
+      // convolution 1.75 -> 1.64 ms). Columns of a matrix (the innermost
+      // loop) prefer equal tiles first, as before (BERT's 1024-wide
+      // products: 8 tiles of 128, not 4 of 224 and one of 128).
       auto columns = [&](int64_t pixels) {
         return (pixels + kVectorPixels - 1) / kVectorPixels;
       };
       auto rank = [&](int64_t c) {
+        bool uneven = bound % c != 0;
         return std::make_tuple(bound / c * columns(c * inner) +
-                                   (bound % c ? columns(bound % c * inner) : 0),
-                               (bound + c - 1) / c, bound % c != 0);
+                                   (uneven ? columns(bound % c * inner) : 0),
+                               inner == 1 && uneven, (bound + c - 1) / c,
+                               uneven);
       };
       t = budget;
       for (int64_t c = budget; c >= std::max<int64_t>(1, budget / 2); --c) {
