@@ -48,7 +48,9 @@ struct DispatchRegion {
   std::string name;
   std::string loc;        // node name of the root, for diagnostics
   std::vector<unsigned> ops; // structured op indices; ops[0] is the root
-  std::vector<Binding> bindings; // reads first, then the single write
+  // Reads first, then the writes: values read outside the region (or graph
+  // outputs) in op order, the last op's value (the region's result) last.
+  std::vector<Binding> bindings;
   // Constant tensors the region reads. Memory planning binds the large ones
   // (they then also appear in |bindings|, as reads before the write); the
   // target embeds the others as read-only data of the executable.

@@ -97,6 +97,7 @@ absl::StatusOr<DispatchRegion> buildRegion(DispatchProgram &d,
   r.tiledLoops = group.tiledLoops;
   r.microkernel = group.microkernel;
   std::set<unsigned> produced;
+  std::vector<Binding> writes;
   for (size_t i = 0; i < group.ops.size(); ++i) {
     const StructuredOp &op = p.ops[group.ops[i]];
     for (const structured::OperandAccess &in : op.inputs) {
@@ -124,20 +125,22 @@ absl::StatusOr<DispatchRegion> buildRegion(DispatchProgram &d,
       }
     }
     produced.insert(op.output.tensor);
-    if (i + 1 == group.ops.size()) {
-      r.bindings.push_back({op.output.tensor, true});
-      continue;
-    }
-    // Every value but the last stays inside the region.
+    // The last value is the region's result. Another value stays inside
+    // the region unless it is also read outside it (by another region or a
+    // view) or is a graph output: then the region stores it as well.
+    bool stored = i + 1 == group.ops.size() ||
+                  d.buffers[op.output.tensor].kind != BufferKind::Transient;
     for (unsigned user : p.consumers(op.output.tensor)) {
-      if (p.ops[user].fusion.group != static_cast<int>(groupIndex)) {
-        return absl::InvalidArgumentError(
-            describe(op) + ": value '" + p.tensors[op.output.tensor].name +
-            "' is fused into a region but also read outside it");
-      }
+      stored |= p.ops[user].fusion.group != static_cast<int>(groupIndex);
     }
-    d.buffers[op.output.tensor].kind = BufferKind::Internal;
+    if (stored) {
+      writes.push_back({op.output.tensor, true});
+    } else {
+      d.buffers[op.output.tensor].kind = BufferKind::Internal;
+    }
   }
+  // Reads first, then the writes in op order (the result last).
+  r.bindings.insert(r.bindings.end(), writes.begin(), writes.end());
   return r;
 }
 
@@ -166,7 +169,11 @@ formDispatchRegions(structured::StructuredProgram program) {
   // group was formed after its own. Ties keep formation order.
   std::vector<int> writer(p.tensors.size(), -1);
   for (unsigned g = 0; g < regions.size(); ++g) {
-    writer[regions[g].bindings.back().tensor] = static_cast<int>(g);
+    for (const Binding &b : regions[g].bindings) {
+      if (b.write) {
+        writer[b.tensor] = static_cast<int>(g);
+      }
+    }
   }
   std::vector<bool> done(regions.size(), false);
   for (size_t emitted = 0; emitted < regions.size();) {

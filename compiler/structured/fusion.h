@@ -11,11 +11,18 @@ namespace osprey::compiler::structured {
 // only (never from the graph op an op came from):
 //  1. A pure copy with a permutation/broadcast read (transpose, expand) is
 //     folded into its consumers by composing indexing maps, then removed.
-//  2. An all-parallel op joins the group of the producer it reads through an
-//     identity map when it is that value's only consumer: elementwise chains
-//     fuse, and elementwise ops after a contraction, convolution or reduction
-//     become its epilogue (bias, activation, residual add).
-//  3. Each group gets tile sizes for the root's parallel loops (reduction
+//  2. Elementwise ops reading a reshape of a computed tensor move before the
+//     reshape when they form a DAG with one exit (sinkReshapes), and a
+//     per-channel scale feeding only a matrix product's reduction axis
+//     becomes a scale of its weights (foldChannelScales).
+//  3. An elementwise op joins the group of a producer it reads through an
+//     identity map when it reads every value of that group directly at its
+//     own index and joining makes no two groups read each other's values:
+//     chains and DAGs (x * sigmoid(x)) fuse, and elementwise ops after a
+//     contraction, convolution or reduction become its epilogue (bias,
+//     activation, residual add). A group value also read outside the group
+//     is stored by the region besides its result (formDispatchRegions).
+//  4. Each group gets tile sizes for the root's parallel loops (reduction
 //     loops are not tiled), a 3-D workgroup grid, and a microkernel flag when
 //     the root is a contraction.
 // Fills |program.groups| and each op's FusionInfo. Views join no group.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "compiler/graph/status.h"
 #include "compiler/targets/llvm_cpu/math.h"
@@ -168,7 +169,9 @@ public:
     }
     std::vector<llvm::Value *> ivs(n, nullptr);
     absl::Status status = absl::OkStatus();
-    if (root.hasReduction() && !r_.tiledLoops.empty()) {
+    strides_ = accessStrides();
+    if (root.hasReduction() && !r_.tiledLoops.empty() &&
+        !reducesContiguously(reduction)) {
       // Reductions keep a block of accumulators over the innermost tiled
       // (output-contiguous) loop and, for microkernel roots, the next tiled
       // loop; the block loops run inside the reduction loops, so the
@@ -197,7 +200,9 @@ public:
         }
       });
     } else {
-      nest(parallel, 0, lo, hi, ivs, [&] {
+      // One element at a time: all-parallel roots, and reductions along
+      // contiguous memory (see reducesContiguously()).
+      collapsedNest(parallel, lo, hi, ivs, [&] {
         if (status.ok()) {
           status = emitElement(lo, hi, ivs, reduction);
         }
@@ -353,6 +358,158 @@ private:
     loop(lo[d], hi[d], "d" + llvm::Twine(d), [&](llvm::Value *iv) {
       ivs[d] = iv;
       nest(dims, k + 1, lo, hi, ivs, inner);
+    });
+  }
+
+  // Element stride of each root loop in the linear offset of every memory
+  // access of the region: root inputs, fused ops' inputs that are not
+  // region values (read at the root's output index) and written values.
+  // Empty when some access is padded or indirect (its per-dimension checks
+  // need each index), or a fused op permutes its output.
+  std::vector<std::vector<int64_t>> accessStrides() {
+    const StructuredOp &root = op(0);
+    size_t n = root.bounds.size();
+    // Rows: the root's output index as coefficients of the root loops.
+    std::vector<std::vector<int64_t>> outIdx;
+    for (const AffineExpr &e : root.output.map.results) {
+      std::vector<int64_t> row(n, 0);
+      for (size_t d = 0; d < n && d < e.coeffs.size(); ++d) {
+        row[d] = e.coeffs[d];
+      }
+      outIdx.push_back(std::move(row));
+    }
+    // Strides of |map| over |tensor|, its dimensions being root loops
+    // (|composed| false) or the root's output index.
+    auto strides = [&](unsigned tensor, const structured::AffineMap &map,
+                       bool composed) {
+      llvm::ArrayRef<int64_t> dims = p_.program.tensors[tensor].type.dims();
+      std::vector<int64_t> c(n, 0);
+      int64_t stride = 1;
+      for (size_t k = map.results.size(); k-- > 0;) {
+        const AffineExpr &e = map.results[k];
+        for (size_t i = 0; i < e.coeffs.size(); ++i) {
+          if (e.coeffs[i] == 0) {
+            continue;
+          }
+          for (size_t d = 0; d < n; ++d) {
+            int64_t via = composed ? (i < outIdx.size() ? outIdx[i][d] : 0)
+                                   : (i == d ? 1 : 0);
+            c[d] += e.coeffs[i] * via * stride;
+          }
+        }
+        stride *= k < dims.size() ? dims[k] : 1;
+      }
+      return c;
+    };
+    std::vector<std::vector<int64_t>> out;
+    std::set<unsigned> values;
+    for (unsigned i = 0; i < r_.ops.size(); ++i) {
+      const StructuredOp &o = op(i);
+      if (i > 0 && !o.output.map.isIdentity()) {
+        return {};
+      }
+      for (const OperandAccess &in : o.inputs) {
+        if (values.count(in.tensor)) {
+          continue;
+        }
+        if (in.padValue || in.indirect ||
+            in.map.results.size() !=
+                static_cast<size_t>(
+                    p_.program.tensors[in.tensor].type.rank())) {
+          return {};
+        }
+        out.push_back(strides(in.tensor, in.map, i > 0));
+      }
+      values.insert(o.output.tensor);
+      if (i + 1 == r_.ops.size() || writes(o.output.tensor)) {
+        out.push_back(strides(o.output.tensor, o.output.map, i > 0));
+      }
+    }
+    return out;
+  }
+
+  // Whether a reduction root should run one output element at a time with
+  // its reduction loops innermost rather than as a block of accumulators
+  // over its innermost tiled loop: when its inputs are contiguous along the
+  // innermost reduction loop but not along that tiled loop (global average
+  // pooling of NCHW, row sums for softmax and layer norm), the reduction
+  // loop vectorizes (a vector of partial sums) where the block would read
+  // with a stride of a whole plane.
+  bool reducesContiguously(llvm::ArrayRef<unsigned> reduction) {
+    const StructuredOp &root = op(0);
+    if (strides_.empty() || reduction.empty() ||
+        root.classify() != structured::OpClass::Reduction) {
+      return false;
+    }
+    unsigned inner = reduction.back();
+    unsigned tiled = r_.tiledLoops[0];
+    bool contiguous = false;
+    for (size_t a = 0; a < root.inputs.size(); ++a) {
+      if (strides_[a][tiled] == 1) {
+        return false;
+      }
+      contiguous |= strides_[a][inner] == 1;
+    }
+    return contiguous;
+  }
+
+  // Whether loop |d| runs over its whole extent in every workgroup.
+  bool wholeLoop(unsigned d) const {
+    const StructuredOp &root = op(0);
+    return root.iterators[d] == structured::IteratorType::Reduction ||
+           d >= r_.tileSizes.size() || r_.tileSizes[d] <= 0 ||
+           r_.tileSizes[d] >= root.bounds[d];
+  }
+
+  // Like nest(dims, 0, ...), but a run of innermost loops that every access
+  // of the region walks as one contiguous sequence runs as a single loop: a
+  // loop joins the run when the loops after it are whole and every access's
+  // stride along it is its successor's stride times the successor's extent.
+  // The run's outer loops then index 0 and its innermost loop carries the
+  // combined index (every address is affine in the loops, so it is the
+  // same). A 7x7 plane becomes one loop of 49 elements (vectorized) instead
+  // of 7 rows of 7 (mostly scalar remainders), a 56x56 reduction one loop of
+  // 3136.
+  void collapsedNest(llvm::ArrayRef<unsigned> dims,
+                     const std::vector<llvm::Value *> &lo,
+                     const std::vector<llvm::Value *> &hi,
+                     std::vector<llvm::Value *> &ivs,
+                     llvm::function_ref<void()> inner) {
+    const StructuredOp &root = op(0);
+    size_t first = dims.size();
+    if (!strides_.empty() && !dims.empty()) {
+      first = dims.size() - 1;
+      while (first > 0 && wholeLoop(dims[first])) {
+        unsigned outer = dims[first - 1], next = dims[first];
+        bool ok = true;
+        for (const std::vector<int64_t> &c : strides_) {
+          ok &= c[outer] == c[next] * root.bounds[next];
+        }
+        if (!ok) {
+          break;
+        }
+        --first;
+      }
+    }
+    if (first + 1 >= dims.size()) {
+      nest(dims, 0, lo, hi, ivs, inner);
+      return;
+    }
+    int64_t extent = 1;
+    for (size_t k = first + 1; k < dims.size(); ++k) {
+      extent *= root.bounds[dims[k]];
+    }
+    unsigned head = dims[first];
+    nest(dims.take_front(first), 0, lo, hi, ivs, [&] {
+      loop(b_.CreateMul(lo[head], idx(extent), "", true, true),
+           b_.CreateMul(hi[head], idx(extent), "", true, true),
+           "run" + llvm::Twine(head), [&](llvm::Value *iv) {
+             for (size_t k = first; k + 1 < dims.size(); ++k) {
+               ivs[dims[k]] = idx(0);
+             }
+             ivs[dims.back()] = iv;
+             inner();
+           });
     });
   }
 
@@ -1050,7 +1207,7 @@ private:
     if (root.hasReduction()) {
       b_.CreateStore(accInit(), acc_);
       absl::Status status = absl::OkStatus();
-      nest(reduction, 0, lo, hi, ivs, [&] {
+      collapsedNest(reduction, lo, hi, ivs, [&] {
         auto v = evalBody(root, ivs, b_.CreateLoad(accType(), acc_));
         if (!v.ok()) {
           status = v.status();
@@ -1067,11 +1224,21 @@ private:
   }
 
   // Runs the fused ops on the root's result |value| at loop indices |ivs|
-  // and stores the region's result.
+  // and stores the region's written values: the last op's, and any other
+  // value the region writes (read outside the region). The fused ops form a
+  // DAG: each may read any earlier value of the region (all at the same
+  // index, see structured::fuseAndTile), kept in internal_.
   absl::Status finishElement(llvm::Value *value,
                              llvm::ArrayRef<llvm::Value *> ivs) {
     const StructuredOp &root = op(0);
     internal_.clear();
+    auto store = [&](unsigned tensor, llvm::Value *v,
+                     llvm::ArrayRef<llvm::Value *> at) {
+      if (elementTypeOf(tensor) == ElementType::Bool) {
+        v = b_.CreateZExt(v, b_.getInt8Ty());
+      }
+      b_.CreateStore(v, address(tensor, at));
+    };
     // Fused ops iterate over the root's output index space.
     std::vector<llvm::Value *> outIdx;
     for (const AffineExpr &e : root.output.map.results) {
@@ -1080,6 +1247,9 @@ private:
     const StructuredOp *last = &root;
     for (unsigned i = 1; i < r_.ops.size(); ++i) {
       internal_[last->output.tensor] = value;
+      if (writes(last->output.tensor)) {
+        store(last->output.tensor, value, outIdx);
+      }
       last = &op(i);
       COMPILER_ASSIGN_OR_RETURN(value, evalBody(*last, outIdx, nullptr));
       std::vector<llvm::Value *> next;
@@ -1088,11 +1258,16 @@ private:
       }
       outIdx = std::move(next);
     }
-    if (elementTypeOf(last->output.tensor) == ElementType::Bool) {
-      value = b_.CreateZExt(value, b_.getInt8Ty());
-    }
-    b_.CreateStore(value, address(last->output.tensor, outIdx));
+    store(last->output.tensor, value, outIdx);
     return absl::OkStatus();
+  }
+
+  // Whether the region has a write binding for |tensor|.
+  bool writes(unsigned tensor) const {
+    return std::any_of(r_.bindings.begin(), r_.bindings.end(),
+                       [&](const dispatch::Binding &b) {
+                         return b.write && b.tensor == tensor;
+                       });
   }
 
   const DispatchProgram &p_;
@@ -1109,6 +1284,8 @@ private:
   bool scalarLoops_ = false;
   std::map<unsigned, llvm::Value *> bindings_;
   std::map<unsigned, llvm::Value *> internal_;
+  // See accessStrides().
+  std::vector<std::vector<int64_t>> strides_;
   // Blocks returning a failure code, by code.
   std::map<int32_t, llvm::BasicBlock *> failBlocks_;
   // Failure code noted by data-dependent checks (see noteFailure()).

@@ -426,19 +426,19 @@ TEST(LlvmCpuTest, DepthwiseConvMatchesReference) {
 TEST(LlvmCpuTest, InlineMathMatchesLibm) {
   Compiled c;
   absl::Status s = c.compile(R"(
-graph @math(%x: tensor<3x8x130xf32>) {
-  %e = Exp(%x) : tensor<3x8x130xf32>
-  %t = Tanh(%x) : tensor<3x8x130xf32>
-  %s = Sigmoid(%x) : tensor<3x8x130xf32>
-  %f = Erf(%x) : tensor<3x8x130xf32>
-  %a = Abs(%x) : tensor<3x8x130xf32>
-  %l = Log(%a) : tensor<3x8x130xf32>
+graph @math(%x: tensor<5x16x130xf32>) {
+  %e = Exp(%x) : tensor<5x16x130xf32>
+  %t = Tanh(%x) : tensor<5x16x130xf32>
+  %s = Sigmoid(%x) : tensor<5x16x130xf32>
+  %f = Erf(%x) : tensor<5x16x130xf32>
+  %a = Abs(%x) : tensor<5x16x130xf32>
+  %l = Log(%a) : tensor<5x16x130xf32>
   return %e, %t, %s, %f, %l
 })");
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_GT(c.program().regions[0].workgroupCount[2], 1)
       << "the test must cover the linearized z dimension";
-  auto x = randomData(3 * 8 * 130, -9, 9, 7);
+  auto x = randomData(5 * 16 * 130, -9, 9, 7);
   x[0] = 0.0f;
   x[1] = 1e-4f;
   auto out = c.run({x});

@@ -121,7 +121,8 @@ llvm::Value *emitTanh(llvm::IRBuilder<> &b, llvm::Value *x) {
                -1382.0 / 155925}));
   llvm::Value *e = emitExp(b, b.CreateFMul(x, f(b, 2.0)));
   llvm::Value *large = b.CreateFSub(
-      f(b, 1.0), b.CreateFMul(f(b, 2.0), reciprocal(b, b.CreateFAdd(e, f(b, 1.0)))));
+      f(b, 1.0),
+      b.CreateFMul(f(b, 2.0), reciprocal(b, b.CreateFAdd(e, f(b, 1.0)))));
   llvm::Value *ax = b.CreateSelect(b.CreateFCmpOLT(x, f(b, 0.0)),
                                    b.CreateFNeg(x), x);
   return b.CreateSelect(b.CreateFCmpOLT(ax, f(b, 0.25)), small, large);
@@ -130,8 +131,7 @@ llvm::Value *emitTanh(llvm::IRBuilder<> &b, llvm::Value *x) {
 llvm::Value *emitErf(llvm::IRBuilder<> &b, llvm::Value *x) {
   llvm::Value *neg = b.CreateFCmpOLT(x, f(b, 0.0));
   llvm::Value *ax = b.CreateSelect(neg, b.CreateFNeg(x), x);
-  llvm::Value *t = b.CreateFDiv(
-      f(b, 1.0), b.CreateFAdd(f(b, 1.0), b.CreateFMul(ax, f(b, 0.3275911))));
+  llvm::Value *t = reciprocal(b, mulAdd(b, ax, f(b, 0.3275911), f(b, 1.0)));
   llvm::Value *p = b.CreateFMul(
       t, poly(b, t,
               {0.254829592, -0.284496736, 1.421413741, -1.453152027,

@@ -12,7 +12,7 @@ namespace osprey::compiler::llvm_cpu {
 // them: no branches or calls). Accuracy on normal inputs: exp, log within 2
 // ulp (exp of inputs below -86.64, results under 2.4e-38, is e^-86.64);
 // tanh and sigmoid within 1e-6 absolute; erf within 2e-7 absolute
-// (Abramowitz-Stegun 7.1.26). Sigmoid and tanh divide with
+// (Abramowitz-Stegun 7.1.26). Sigmoid, tanh and erf divide with
 // allow-reciprocal, so vector code may use a refined reciprocal estimate.
 llvm::Value *emitExp(llvm::IRBuilder<> &b, llvm::Value *x);
 llvm::Value *emitLog(llvm::IRBuilder<> &b, llvm::Value *x);
