@@ -59,9 +59,9 @@ std::optional<GemmPlan> planGemm(const StructuredProgram &program,
 // Gives GemmPlan roots whose whole N fits one tile of at most 224 elements
 // that is not a whole number of 16-wide vectors (7x7 and 14x14 maps), with
 // at least 128 reduction steps, a compile-time copy of their constant A
-// with the M axis innermost, padded to an odd number of 16-float groups, and
-// makes them read it, so code generators can vectorize along M
-// (gemm_layout.cpp). Needs the groups' tile sizes.
+// with the M axis innermost, padded to whole 16-float groups (an odd number
+// of them above 1 MiB), and makes them read it, so code generators can
+// vectorize along M (gemm_layout.cpp). Needs the groups' tile sizes.
 void relayoutGemmOperands(StructuredProgram &program);
 
 // A convolution root without a GemmPlan (depthwise or grouped) whose every
