@@ -43,6 +43,12 @@ static llvm::cl::opt<unsigned> maxScratchOption(
                    "workgroup (0: the target's default)"),
     llvm::cl::init(0), llvm::cl::Hidden);
 
+static llvm::cl::opt<unsigned> maxRowsOption(
+    "osprey-depthwise-max-rows",
+    llvm::cl::desc("Most output rows per iteration of the row-by-row "
+                   "depthwise vector loop"),
+    llvm::cl::init(4), llvm::cl::Hidden);
+
 namespace {
 
 using structured::RowConvPlan;
@@ -117,9 +123,17 @@ public:
     sLen_ = rows_ * wq_ + lanes_ + vw_;
     flat_ = roundUp((rows_ - 1) * wq_ + ow, lanes_) <=
             rows_ * roundUp(ow, lanes_);
+    if (vw_ > 1) {
+      chooseVectorShape(ow);
+    }
     // Row by row, each row's vectors past its end land on the next row's
-    // sums, which are computed afterwards: the sums can be dense.
-    sPitch_ = flat_ ? wq_ : ow;
+    // sums, which are computed afterwards: the sums can be dense (not with
+    // several rows per iteration, whose last vectors would overwrite sums
+    // of the next row already stored).
+    sPitch_ = flat_ ? wq_ : v_ > 1 ? roundUp(ow, lanes_) : ow;
+    planeStride_ =
+        roundUp((rows_ + v_ - 1 + khx_) * wq_ + lanes_ + vw_, vw_);
+    sLen_ = (rows_ + v_ - 1) * std::max(wq_, sPitch_) + lanes_ + vw_;
     dense_ = flatEpilogue();
     // Scalar rows of whole blocks of u_ outputs go through the epilogue
     // straight from the accumulators (no sums).
@@ -151,6 +165,50 @@ public:
       batch_ = 1;
     }
     return true;
+  }
+
+  // Vector targets: flattened rows, or row by row with v_ rows per
+  // iteration, whichever the cost model finds cheaper. Rows computed
+  // together share the loads of the window rows they overlap (two 3x3 rows:
+  // 12 loads for 18 FMAs), and the taps' loads, mostly unaligned and split
+  // across cache lines, limit the loop more than the FMAs do: an iteration
+  // costs max(distinct loads, FMAs / 2).
+  void chooseVectorShape(int64_t ow) {
+    std::vector<std::pair<int64_t, int64_t>> taps;
+    for (int64_t kh = 0; kh < kh_; ++kh) {
+      for (int64_t kw = 0; kw < kw_; ++kw) {
+        int64_t r = kh * dh_, c = kw * dw_;
+        taps.push_back({(r % sh_) * sw_ + c % sw_, (r / sh_) * wq_ + c / sw_});
+      }
+    }
+    int64_t n = static_cast<int64_t>(taps.size());
+    int64_t best = (roundUp((rows_ - 1) * wq_ + ow, lanes_) / lanes_) * n;
+    flat_ = true;
+    v_ = 1;
+    // Rows of one vector (7, 14 wide) stay at one row per iteration: more
+    // ran slower there (14x14 5x5: +20-50%, the 25 weights and the shared
+    // loads spill), while 28- to 112-wide rows with stride 1 gained 10-35%;
+    // with stride 2 (rows in two phase planes, fewer shared loads) 112 ->
+    // 56 ran 5% slower.
+    int64_t most = ow > lanes_ && sh_ == 1 ? int64_t(maxRowsOption) : 1;
+    for (int64_t v = 1; v <= most && v <= rows_; v *= 2) {
+      std::vector<std::pair<int64_t, int64_t>> loads;
+      for (int64_t i = 0; i < v; ++i) {
+        for (const auto &t : taps) {
+          loads.push_back({t.first, t.second + i * wq_});
+        }
+      }
+      std::sort(loads.begin(), loads.end());
+      int64_t distinct =
+          std::unique(loads.begin(), loads.end()) - loads.begin();
+      int64_t cost = (rows_ + v - 1) / v * ((ow + lanes_ - 1) / lanes_) *
+                     std::max(distinct, (v * n + 1) / 2);
+      if (cost < best) {
+        best = cost;
+        flat_ = false;
+        v_ = v;
+      }
+    }
   }
 
   absl::Status emit(llvm::ArrayRef<llvm::Value *> loIn,
@@ -697,14 +755,18 @@ private:
     llvm::Value *segment =
         flat_ ? computeEnd(rb)
               : b_.CreateMul(ceilDiv(ow, lanes_), idx(lanes_));
-    loop(idx(0), segments, [&](llvm::Value *s) {
+    stepLoop(idx(0), segments, v_, false, [&](llvm::Value *s) {
       llvm::Value *start = b_.CreateMul(s, idx(wq_));
       llvm::Value *sums = b_.CreateSub(b_.CreateMul(s, idx(sPitch_)), start);
       stepLoop(start, b_.CreateAdd(start, segment), lanes_, true,
                [&](llvm::Value *q) {
-                 for (int64_t u = 0; u < u_; ++u) {
+                 for (int64_t k = 0; k < v_ * u_; ++k) {
+                   // Row v of the iteration, vector u of the row; loads of
+                   // equal offsets from q fold into one.
+                   int64_t v = k / u_, u = k % u_;
                    llvm::Value *pos = b_.CreateAdd(q, idx(u * vw_));
-                   llvm::Value *sumsPos = b_.CreateAdd(sums, pos);
+                   llvm::Value *sumsPos = b_.CreateAdd(
+                       b_.CreateAdd(sums, pos), idx(v * sPitch_));
                    llvm::Value *acc =
                        accumulate ? b_.CreateAlignedLoad(vecTy_, sumsAt(sumsPos),
                                                          llvm::Align(4))
@@ -714,7 +776,10 @@ private:
                    bool first = !accumulate && *op.init == 0.0;
                    for (const Tap &t : taps) {
                      llvm::Value *x = b_.CreateAlignedLoad(
-                         vecTy_, planeAt(t.phase, b_.CreateAdd(pos, idx(t.offset))),
+                         vecTy_,
+                         planeAt(t.phase,
+                                 b_.CreateAdd(q, idx(u * vw_ + v * wq_ +
+                                                     t.offset))),
                          llvm::Align(4));
                      acc = first ? b_.CreateFMul(x, t.weight)
                                  : b_.CreateIntrinsic(llvm::Intrinsic::fmuladd,
@@ -790,6 +855,8 @@ private:
   const RowConvPlan &plan_;
   unsigned vw_ = 1;
   int64_t u_ = 1, lanes_ = 1;
+  // Output rows per iteration of the row-by-row vector loop.
+  int64_t v_ = 1;
   int64_t sw_ = 1, sh_ = 1, kw_ = 1, kh_ = 1, dw_ = 0, dh_ = 0;
   int64_t phases_ = 1, wq_ = 0, khx_ = 0, rows_ = 1;
   int64_t planeStride_ = 0, tLen_ = 0, sLen_ = 0, sPitch_ = 0;
