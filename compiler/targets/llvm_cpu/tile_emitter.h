@@ -1,5 +1,5 @@
 // Shared base of the code generators that emit a dispatch region's root
-// tile themselves (packed matrix products, row-by-row convolutions): loops,
+// tile themselves (packed matrix products, depthwise convolutions): loops,
 // affine index arithmetic and the split of a padded row into a checked
 // border and an unchecked interior.
 #ifndef OSPREY_COMPILER_TARGETS_LLVM_CPU_TILE_EMITTER_H_
@@ -16,7 +16,7 @@
 
 namespace osprey::compiler::llvm_cpu {
 
-// What the tile emitters (packed_gemm.h, row_conv.h) need from the region
+// What the tile emitters (packed_gemm.h, depthwise_conv.h) need from the region
 // emitter. The callbacks emit at the builder's insertion point and may be
 // called many times.
 struct TileHooks {
