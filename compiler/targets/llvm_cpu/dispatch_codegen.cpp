@@ -432,13 +432,16 @@ private:
   // its reduction loops innermost rather than as a block of accumulators
   // over its innermost tiled loop: when its inputs are contiguous along the
   // innermost reduction loop but not along that tiled loop (global average
-  // pooling of NCHW, row sums for softmax and layer norm), the reduction
-  // loop vectorizes (a vector of partial sums) where the block would read
-  // with a stride of a whole plane.
+  // pooling of NCHW, row sums for softmax and layer norm, matrix-vector
+  // products with weights [N][K] such as classifiers), the reduction loop
+  // vectorizes (a vector of partial sums) where the block would read with a
+  // stride of a whole plane or row.
   bool reducesContiguously(llvm::ArrayRef<unsigned> reduction) {
     const StructuredOp &root = op(0);
+    structured::OpClass cls = root.classify();
     if (strides_.empty() || reduction.empty() ||
-        root.classify() != structured::OpClass::Reduction) {
+        (cls != structured::OpClass::Reduction &&
+         cls != structured::OpClass::Contraction)) {
       return false;
     }
     unsigned inner = reduction.back();
