@@ -121,8 +121,8 @@ public:
     planeStride_ = roundUp((rows_ + khx_) * wq_ + lanes_ + vw_, vw_);
     tLen_ = rowBuffer ? sw_ * roundUp(wq_, vw_) + vw_ : 0;
     sLen_ = rows_ * wq_ + lanes_ + vw_;
-    flat_ = roundUp((rows_ - 1) * wq_ + ow, lanes_) <=
-            rows_ * roundUp(ow, lanes_);
+    flat_ =
+        roundUp((rows_ - 1) * wq_ + ow, lanes_) <= rows_ * roundUp(ow, lanes_);
     if (vw_ > 1) {
       chooseVectorShape(ow);
     }
@@ -131,8 +131,7 @@ public:
     // several rows per iteration, whose last vectors would overwrite sums
     // of the next row already stored).
     sPitch_ = flat_ ? wq_ : v_ > 1 ? roundUp(ow, lanes_) : ow;
-    planeStride_ =
-        roundUp((rows_ + v_ - 1 + khx_) * wq_ + lanes_ + vw_, vw_);
+    planeStride_ = roundUp((rows_ + v_ - 1 + khx_) * wq_ + lanes_ + vw_, vw_);
     sLen_ = (rows_ + v_ - 1) * std::max(wq_, sPitch_) + lanes_ + vw_;
     dense_ = flatEpilogue();
     // Scalar rows of whole blocks of u_ outputs go through the epilogue
@@ -158,8 +157,8 @@ public:
     // and stalled (a 960-channel 7x7 layer spent most of its time there).
     int64_t slot = 4 * (phases_ * planeStride_ + sLen_);
     if (rows_ >= oh && rolledCount_ == 1 && planes > 1 && vw_ > 1) {
-      batch_ = std::min<int64_t>(
-          planes, int64_t(maxScratch - 4 * tLen_) / slot);
+      batch_ =
+          std::min<int64_t>(planes, int64_t(maxScratch - 4 * tLen_) / slot);
     }
     if (batch_ < 2) {
       batch_ = 1;
@@ -259,35 +258,34 @@ public:
       return status;
     }
     nest(outer_, 0, lo, hi, [&] {
-      stepLoop(lo[plan_.row], hi[plan_.row], rows_, false,
-               [&](llvm::Value *r0) {
-                 llvm::Value *left = b_.CreateSub(hi[plan_.row], r0);
-                 llvm::Value *rb = b_.CreateSelect(
-                     b_.CreateICmpSLT(left, idx(rows_)), left, idx(rows_));
-                 llvm::Value *count = computeEnd(rb);
-                 if (rolledCount_ > 1) {
-                   // Several planes sum into one output (grouped
-                   // convolutions): the sums start at init.
-                   llvm::Value *init = splat(
-                       llvm::ConstantFP::get(f32_, *op.init));
-                   stepLoop(idx(0), count, vw_, true, [&](llvm::Value *q) {
-                     b_.CreateAlignedStore(init, sumsAt(q), llvm::Align(4));
-                   });
-                 }
-                 if (direct_) {
-                   copyPlanes(r0, rb);
-                   compute(rb, false, r0, &status);
-                   return;
-                 }
-                 nest(rolled_, 0, zero, bound, [&] {
-                   copyPlanes(r0, rb);
-                   compute(rb, rolledCount_ > 1);
-                 });
-                 compact(rb);
-                 if (status.ok()) {
-                   status = epilogue(r0, rb);
-                 }
-               });
+      stepLoop(
+          lo[plan_.row], hi[plan_.row], rows_, false, [&](llvm::Value *r0) {
+            llvm::Value *left = b_.CreateSub(hi[plan_.row], r0);
+            llvm::Value *rb = b_.CreateSelect(
+                b_.CreateICmpSLT(left, idx(rows_)), left, idx(rows_));
+            llvm::Value *count = computeEnd(rb);
+            if (rolledCount_ > 1) {
+              // Several planes sum into one output (grouped
+              // convolutions): the sums start at init.
+              llvm::Value *init = splat(llvm::ConstantFP::get(f32_, *op.init));
+              stepLoop(idx(0), count, vw_, true, [&](llvm::Value *q) {
+                b_.CreateAlignedStore(init, sumsAt(q), llvm::Align(4));
+              });
+            }
+            if (direct_) {
+              copyPlanes(r0, rb);
+              compute(rb, false, r0, &status);
+              return;
+            }
+            nest(rolled_, 0, zero, bound, [&] {
+              copyPlanes(r0, rb);
+              compute(rb, rolledCount_ > 1);
+            });
+            compact(rb);
+            if (status.ok()) {
+              status = epilogue(r0, rb);
+            }
+          });
     });
     return status;
   }
@@ -326,8 +324,7 @@ private:
               linear = b_.CreateUDiv(linear, extent[k]);
             }
           }
-          planeBase_ =
-              at(plane_, b_.CreateMul(j, idx(phases_ * planeStride_)));
+          planeBase_ = at(plane_, b_.CreateMul(j, idx(phases_ * planeStride_)));
           sumsBase_ = at(sums_, b_.CreateMul(j, idx(sLen_)));
           body();
         });
@@ -414,7 +411,8 @@ private:
             internal.end()) {
           continue;
         }
-        if (in.indirect || !linear(in.tensor, in.map, in.padValue.has_value())) {
+        if (in.indirect ||
+            !linear(in.tensor, in.map, in.padValue.has_value())) {
           return false;
         }
       }
@@ -449,8 +447,8 @@ private:
 
   // for (iv = lo; iv < hi; iv += step) body(iv). |vectorCode| keeps the
   // loop vectorizer away from loops whose body is vector code already.
-  void stepLoop(llvm::Value *lo, llvm::Value *hi, int64_t step,
-                bool vectorCode, llvm::function_ref<void(llvm::Value *)> body) {
+  void stepLoop(llvm::Value *lo, llvm::Value *hi, int64_t step, bool vectorCode,
+                llvm::function_ref<void(llvm::Value *)> body) {
     llvm::BasicBlock *pre = b_.GetInsertBlock();
     llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "dw_loop", fn_);
     llvm::BasicBlock *bodyBlock =
@@ -495,8 +493,8 @@ private:
   // Flattened end of the computed lanes of a block of |rb| rows.
   llvm::Value *computeEnd(llvm::Value *rb) {
     llvm::Value *ow = b_.CreateSub(hi_[plan_.col], lo_[plan_.col]);
-    llvm::Value *last = b_.CreateAdd(
-        b_.CreateMul(b_.CreateSub(rb, idx(1)), idx(wq_)), ow);
+    llvm::Value *last =
+        b_.CreateAdd(b_.CreateMul(b_.CreateSub(rb, idx(1)), idx(wq_)), ow);
     return b_.CreateMul(ceilDiv(last, lanes_), idx(lanes_));
   }
 
@@ -523,8 +521,8 @@ private:
     llvm::Value *full = b_.CreateMul(b_.CreateUDiv(n, idx(vw_)), idx(vw_));
     stepLoop(idx(0), full, vw_, true, [&](llvm::Value *c) {
       b_.CreateAlignedStore(
-          b_.CreateAlignedLoad(vecTy_, b_.CreateGEP(f32_, src,
-                                                    b_.CreateAdd(from, c)),
+          b_.CreateAlignedLoad(vecTy_,
+                               b_.CreateGEP(f32_, src, b_.CreateAdd(from, c)),
                                llvm::Align(4)),
           at(dst, b_.CreateAdd(to, c)), llvm::Align(4));
     });
@@ -576,12 +574,10 @@ private:
     // Row copies go straight into the plane without column phases, else
     // into row_ first and are split from there.
     int64_t len = sw_ * wq_;
-    llvm::Value *colBase =
-        b_.CreateAdd(b_.CreateMul(lo_[plan_.col], idx(sw_)),
-                     idx(in.map.results[last].constant));
+    llvm::Value *colBase = b_.CreateAdd(b_.CreateMul(lo_[plan_.col], idx(sw_)),
+                                        idx(in.map.results[last].constant));
     llvm::Value *c0 = min(max(b_.CreateSub(idx(0), colBase), idx(0)), idx(len));
-    llvm::Value *c1 =
-        min(max(b_.CreateSub(idx(width), colBase), c0), idx(len));
+    llvm::Value *c1 = min(max(b_.CreateSub(idx(width), colBase), c0), idx(len));
     // Plain (not inbounds) address arithmetic: the left padding puts the
     // row start before the tensor.
     llvm::Value *src =
@@ -598,8 +594,7 @@ private:
           // input read nothing) split into column phases in registers.
           llvm::Value *safeRow = b_.CreateSelect(ok, inRow, idx(0));
           llvm::Value *rowSrc = b_.CreateGEP(
-              f32_, src,
-              b_.CreateMul(safeRow, idx(strides[plan_.rowResult])));
+              f32_, src, b_.CreateMul(safeRow, idx(strides[plan_.rowResult])));
           llvm::Value *hiCol = b_.CreateSelect(ok, c1, c0);
           auto load = [&](llvm::Value *t) {
             llvm::Type *i32 = b_.getInt32Ty();
@@ -607,12 +602,12 @@ private:
             for (unsigned i = 0; i < vw_; ++i) {
               steps.push_back(b_.getInt32(i));
             }
-            llvm::Value *lanes = b_.CreateAdd(
-                b_.CreateVectorSplat(vw_, b_.CreateTrunc(t, i32)),
-                llvm::ConstantVector::get(steps));
+            llvm::Value *lanes =
+                b_.CreateAdd(b_.CreateVectorSplat(vw_, b_.CreateTrunc(t, i32)),
+                             llvm::ConstantVector::get(steps));
             llvm::Value *mask = b_.CreateAnd(
-                b_.CreateICmpSGE(lanes, b_.CreateVectorSplat(
-                                            vw_, b_.CreateTrunc(c0, i32))),
+                b_.CreateICmpSGE(
+                    lanes, b_.CreateVectorSplat(vw_, b_.CreateTrunc(c0, i32))),
                 b_.CreateICmpSLT(lanes, b_.CreateVectorSplat(
                                             vw_, b_.CreateTrunc(hiCol, i32))));
             return b_.CreateMaskedLoad(vecTy_, b_.CreateGEP(f32_, rowSrc, t),
@@ -653,11 +648,11 @@ private:
         b_.CreateCondBr(ok, copyBlock, padBlock);
         b_.SetInsertPoint(copyBlock);
         fillScalars(dst, idx(0), c0, pad);
-        copySpan(dst, c0,
-                 b_.CreateGEP(f32_, src,
-                              b_.CreateMul(inRow,
-                                           idx(strides[plan_.rowResult]))),
-                 c0, b_.CreateSub(c1, c0));
+        copySpan(
+            dst, c0,
+            b_.CreateGEP(f32_, src,
+                         b_.CreateMul(inRow, idx(strides[plan_.rowResult]))),
+            c0, b_.CreateSub(c1, c0));
         fillScalars(dst, c1, idx(len), pad);
         b_.CreateBr(done);
         b_.SetInsertPoint(padBlock);
@@ -708,9 +703,9 @@ private:
         llvm::Value *x = b_.CreateAlignedLoad(
             f32_, at(row_, b_.CreateAdd(b_.CreateMul(j, idx(sw_)), idx(cph))),
             llvm::Align(4));
-        b_.CreateAlignedStore(
-            x, planeAt(rph * sw_ + cph, b_.CreateAdd(rowOff, j)),
-            llvm::Align(4));
+        b_.CreateAlignedStore(x,
+                              planeAt(rph * sw_ + cph, b_.CreateAdd(rowOff, j)),
+                              llvm::Align(4));
       }
     });
   }
@@ -739,8 +734,7 @@ private:
         }
         int64_t r = kh * dh_, c = kw * dw_;
         taps.push_back({splat(hooks_.load(op.inputs[plan_.a], ivs_)),
-                        (r % sh_) * sw_ + c % sw_,
-                        (r / sh_) * wq_ + c / sw_});
+                        (r % sh_) * sw_ + c % sw_, (r / sh_) * wq_ + c / sw_});
       }
     }
     if (plan_.kh) {
@@ -753,53 +747,51 @@ private:
     llvm::Value *ow = b_.CreateSub(hi_[plan_.col], lo_[plan_.col]);
     llvm::Value *segments = flat_ ? idx(1) : rb;
     llvm::Value *segment =
-        flat_ ? computeEnd(rb)
-              : b_.CreateMul(ceilDiv(ow, lanes_), idx(lanes_));
+        flat_ ? computeEnd(rb) : b_.CreateMul(ceilDiv(ow, lanes_), idx(lanes_));
     stepLoop(idx(0), segments, v_, false, [&](llvm::Value *s) {
       llvm::Value *start = b_.CreateMul(s, idx(wq_));
       llvm::Value *sums = b_.CreateSub(b_.CreateMul(s, idx(sPitch_)), start);
-      stepLoop(start, b_.CreateAdd(start, segment), lanes_, true,
-               [&](llvm::Value *q) {
-                 for (int64_t k = 0; k < v_ * u_; ++k) {
-                   // Row v of the iteration, vector u of the row; loads of
-                   // equal offsets from q fold into one.
-                   int64_t v = k / u_, u = k % u_;
-                   llvm::Value *pos = b_.CreateAdd(q, idx(u * vw_));
-                   llvm::Value *sumsPos = b_.CreateAdd(
-                       b_.CreateAdd(sums, pos), idx(v * sPitch_));
-                   llvm::Value *acc =
-                       accumulate ? b_.CreateAlignedLoad(vecTy_, sumsAt(sumsPos),
-                                                         llvm::Align(4))
-                                  : init;
-                   // A zero init starts from the first product (the scalar
-                   // FPUs would add the zero).
-                   bool first = !accumulate && *op.init == 0.0;
-                   for (const Tap &t : taps) {
-                     llvm::Value *x = b_.CreateAlignedLoad(
-                         vecTy_,
-                         planeAt(t.phase,
-                                 b_.CreateAdd(q, idx(u * vw_ + v * wq_ +
-                                                     t.offset))),
-                         llvm::Align(4));
-                     acc = first ? b_.CreateFMul(x, t.weight)
-                                 : b_.CreateIntrinsic(llvm::Intrinsic::fmuladd,
-                                                      {vecTy_},
-                                                      {x, t.weight, acc});
-                     first = false;
-                   }
-                   if (status) {
-                     ivs_[plan_.row] = b_.CreateAdd(r0, s);
-                     ivs_[plan_.col] = b_.CreateAdd(
-                         lo_[plan_.col],
-                         b_.CreateAdd(b_.CreateSub(q, start), idx(u)));
-                     if (status->ok()) {
-                       *status = hooks_.finish(acc, ivs_);
-                     }
-                     continue;
-                   }
-                   b_.CreateAlignedStore(acc, sumsAt(sumsPos), llvm::Align(4));
-                 }
-               });
+      stepLoop(
+          start, b_.CreateAdd(start, segment), lanes_, true,
+          [&](llvm::Value *q) {
+            for (int64_t k = 0; k < v_ * u_; ++k) {
+              // Row v of the iteration, vector u of the row; loads of
+              // equal offsets from q fold into one.
+              int64_t v = k / u_, u = k % u_;
+              llvm::Value *pos = b_.CreateAdd(q, idx(u * vw_));
+              llvm::Value *sumsPos =
+                  b_.CreateAdd(b_.CreateAdd(sums, pos), idx(v * sPitch_));
+              llvm::Value *acc =
+                  accumulate ? b_.CreateAlignedLoad(vecTy_, sumsAt(sumsPos),
+                                                    llvm::Align(4))
+                             : init;
+              // A zero init starts from the first product (the scalar
+              // FPUs would add the zero).
+              bool first = !accumulate && *op.init == 0.0;
+              for (const Tap &t : taps) {
+                llvm::Value *x = b_.CreateAlignedLoad(
+                    vecTy_,
+                    planeAt(t.phase,
+                            b_.CreateAdd(q, idx(u * vw_ + v * wq_ + t.offset))),
+                    llvm::Align(4));
+                acc = first ? b_.CreateFMul(x, t.weight)
+                            : b_.CreateIntrinsic(llvm::Intrinsic::fmuladd,
+                                                 {vecTy_}, {x, t.weight, acc});
+                first = false;
+              }
+              if (status) {
+                ivs_[plan_.row] = b_.CreateAdd(r0, s);
+                ivs_[plan_.col] =
+                    b_.CreateAdd(lo_[plan_.col],
+                                 b_.CreateAdd(b_.CreateSub(q, start), idx(u)));
+                if (status->ok()) {
+                  *status = hooks_.finish(acc, ivs_);
+                }
+                continue;
+              }
+              b_.CreateAlignedStore(acc, sumsAt(sumsPos), llvm::Align(4));
+            }
+          });
     });
   }
 
@@ -896,8 +888,7 @@ absl::StatusOr<bool> emitDepthwiseConv(const dispatch::DispatchProgram &program,
     features = md->getString();
   }
   unsigned width =
-      gemmKernelShape(fn->getParent()->getTargetTriple(), features)
-          .vectorWidth;
+      gemmKernelShape(fn->getParent()->getTargetTriple(), features).vectorWidth;
   if (vectorWidthOption != 0) {
     width = vectorWidthOption;
   }

@@ -12,9 +12,9 @@
 #include "compiler/structured/fusion.h"
 #include "compiler/structured/lower_graph.h"
 #include "compiler/targets/llvm_cpu/library.h"
-#include "gtest/gtest.h"
 #include "hal/local/loaders/elf/elf_loader.h"
 #include "llvm/Support/CommandLine.h"
+#include "gtest/gtest.h"
 
 namespace osprey::compiler::llvm_cpu {
 namespace {
@@ -129,8 +129,8 @@ public:
         lengths.push_back(program_.buffers[b.tensor].byteSize);
       }
       osprey_dispatch_state_v1_t state = {};
-      state.workgroup_size_x = state.workgroup_size_y =
-          state.workgroup_size_z = 1;
+      state.workgroup_size_x = state.workgroup_size_y = state.workgroup_size_z =
+          1;
       state.workgroup_count_x = region.workgroupCount[0];
       state.workgroup_count_y = region.workgroupCount[1];
       state.workgroup_count_z = region.workgroupCount[2];
@@ -300,13 +300,13 @@ void check(const Case &t, const char *target,
 // counts, plus odd ones: maps of 7 to 40, 3x3 and 5x5 windows, strides 1 and
 // 2, channel counts that are no multiple of a vector, non-square maps.
 const Case kShapes[] = {
-    depthwise(20, 7, 7, 3, 1, 1),   // 7x7, flattened rows, batched planes
-    depthwise(13, 7, 7, 5, 1, 2),   // 5x5 window on a 7x7 map
-    depthwise(9, 14, 14, 3, 1, 1),  // 14x14
-    depthwise(7, 14, 14, 5, 2, 2),  // 14 -> 7, stride 2, 5x5
-    depthwise(5, 15, 15, 3, 2, 1),  // odd map with stride 2
-    depthwise(3, 40, 40, 3, 2, 1),  // wide rows, stride 2
-    depthwise(3, 37, 37, 5, 1, 2),  // wide odd rows, 5x5
+    depthwise(20, 7, 7, 3, 1, 1),  // 7x7, flattened rows, batched planes
+    depthwise(13, 7, 7, 5, 1, 2),  // 5x5 window on a 7x7 map
+    depthwise(9, 14, 14, 3, 1, 1), // 14x14
+    depthwise(7, 14, 14, 5, 2, 2), // 14 -> 7, stride 2, 5x5
+    depthwise(5, 15, 15, 3, 2, 1), // odd map with stride 2
+    depthwise(3, 40, 40, 3, 2, 1), // wide rows, stride 2
+    depthwise(3, 37, 37, 5, 1, 2), // wide odd rows, 5x5
     {6, 25, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 6},  // DS-CNN's 25x5 map
     {4, 10, 19, 4, 3, 5, 2, 1, 1, 1, 1, 2, 0, 2, 4}, // asymmetric everything
 };
