@@ -460,6 +460,41 @@ def dynamic_batch(out_dir):
                     "dynamic_batch"), out_dir, "dynamic_batch.onnx")
 
 
+def mbconv_silu(out_dir):
+    """An EfficientNet-style block: 1x1 expansion + SiLU, 3x3 depthwise +
+    SiLU, squeeze-excitation (pooling, two 1x1 convolutions, sigmoid, scale),
+    1x1 projection and the residual add (then a ReLU as the output)."""
+    rng = np.random.default_rng(7)
+    inits = [
+        const(rng, "we", (48, 8, 1, 1)), const(rng, "be", (48,)),
+        const(rng, "wd", (48, 1, 3, 3)), const(rng, "bd", (48,)),
+        const(rng, "w1", (4, 48, 1, 1)), const(rng, "b1", (4,)),
+        const(rng, "w2", (48, 4, 1, 1)), const(rng, "b2", (48,)),
+        const(rng, "wp", (8, 48, 1, 1)), const(rng, "bp", (8,)),
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "we", "be"], ["e"], name="expand"),
+        helper.make_node("Sigmoid", ["e"], ["es"], name="expand_sigmoid"),
+        helper.make_node("Mul", ["e", "es"], ["ea"], name="expand_silu"),
+        helper.make_node("Conv", ["ea", "wd", "bd"], ["d"], name="depthwise",
+                         pads=[1, 1, 1, 1], group=48),
+        helper.make_node("Sigmoid", ["d"], ["ds"], name="dw_sigmoid"),
+        helper.make_node("Mul", ["d", "ds"], ["da"], name="dw_silu"),
+        helper.make_node("GlobalAveragePool", ["da"], ["p"], name="pool"),
+        helper.make_node("Conv", ["p", "w1", "b1"], ["f1"], name="fc1"),
+        helper.make_node("Sigmoid", ["f1"], ["f1s"], name="fc1_sigmoid"),
+        helper.make_node("Mul", ["f1", "f1s"], ["f1a"], name="fc1_silu"),
+        helper.make_node("Conv", ["f1a", "w2", "b2"], ["f2"], name="fc2"),
+        helper.make_node("Sigmoid", ["f2"], ["s"], name="scale_sigmoid"),
+        helper.make_node("Mul", ["da", "s"], ["sc"], name="scale"),
+        helper.make_node("Conv", ["sc", "wp", "bp"], ["pr"], name="project"),
+        helper.make_node("Add", ["pr", "x"], ["r"], name="residual"),
+        helper.make_node("Relu", ["r"], ["y"], name="relu"),
+    ]
+    save(make_model(nodes, [tensor_info("x", [1, 8, 12, 12])], [tensor_info("y", None)],
+                    inits, "mbconv_silu"), out_dir, "mbconv_silu.onnx")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -469,7 +504,7 @@ def main():
                  bad_group, old_opset_ops, shape_chain, external_data, many_ops,
                  old_opset, malformed, malformed_graphs, io_names, auto_pad_late,
                  external_saved, opset_forms, gelu_erf, softmax_opset11,
-                 pad_negative, dynamic_batch):
+                 pad_negative, dynamic_batch, mbconv_silu):
         make(args.out)
 
 
