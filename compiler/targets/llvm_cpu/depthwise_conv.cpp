@@ -1,25 +1,32 @@
 // Depthwise convolutions through padded, stride-phase-split scratch planes.
 //
 // Per workgroup (whole planes of one or a few channels), per plane and block
-// of rb output rows starting at r0:
+// of rb output rows starting at r0 (blocks fit the scratch budget):
 //   copy: every input row the block needs is copied once into scratch plane
 //     rows of pitch Wq, with the padding value left and right and in rows
-//     outside the input. With strides sh x sw the rows and columns are split
-//     by phase while copying: plane[ph_r * sw + ph_c][i][j] holds input
-//     (sh * (r0 + i) + ph_r + c_r, sw * j + ph_c + c_c), c_r and c_c being the
-//     (negative) padding offsets.
+//     outside the input (masked vector loads). With strides sh x sw the rows
+//     and columns are split by phase while copying: plane[ph_r * sw +
+//     ph_c][i][j] holds input (sh * (r0 + i) + ph_r + c_r, sw * j + ph_c +
+//     c_c), c_r and c_c being the (negative) padding offsets.
 //   compute: output (oh, ow) of the block sits at q = oh * Wq + ow and tap
 //     (kh, kw) reads plane[phase(kh, kw)][q + offset(kh, kw)] with a constant
 //     offset, so a vector of outputs costs one unaligned vector load and one
 //     FMA per tap, weights hoisted into registers. Short rows are computed in
 //     the flattened q space (a vector spans several rows; columns
-//     q mod Wq >= OW are junk that is never stored), long rows row by row,
-//     whichever computes fewer lanes. Plane rows and the end of each plane
-//     are padded so vectors past the block read initialized scratch.
-//   epilogue: per output row, the region's fused ops through hooks.finish in
-//     a loop the loop vectorizer turns into vector code.
-// Scalar targets (vector width 1) compute several outputs per iteration
-// instead, so the loads neighbouring taps share are loaded once.
+//     q mod Wq >= OW are junk that is never stored), wide stride-1 rows up
+//     to 4 rows per iteration sharing the loads of overlapping window rows;
+//     a cost model picks the shape. Planes are padded at the end so vectors
+//     past the block read initialized scratch.
+//   epilogue: the region's fused ops through hooks.finish in a loop the loop
+//     vectorizer turns into vector code: over all rb * OW outputs at once
+//     when the fused ops' addresses allow it (the sums compacted first),
+//     else row by row.
+// Planes of at most one block run stage by stage over a batch of planes
+// (copy all, compute all, epilogues), so no stage reads scratch just
+// written (failed store forwarding stalled small planes).
+// Scalar targets (vector width 1) compute several outputs of a row per
+// iteration instead, so neighbouring taps share their loads, and apply the
+// epilogue straight from the accumulators.
 #include "compiler/targets/llvm_cpu/depthwise_conv.h"
 
 #include <algorithm>
