@@ -21,9 +21,9 @@
 //     vectorizer turns into vector code: over all rb * OW outputs at once
 //     when the fused ops' addresses allow it (the sums compacted first),
 //     else row by row.
-// Planes of at most one block run stage by stage over a batch of planes
-// (copy all, compute all, epilogues), so no stage reads scratch just
-// written (failed store forwarding stalled small planes).
+// On vector targets, planes of one block run stage by stage over a batch
+// of planes (copy all, compute all, epilogues), so no stage reads scratch
+// just written (failed store forwarding stalled small planes).
 // Scalar targets (vector width 1) compute several outputs of a row per
 // iteration instead, so neighbouring taps share their loads, and apply the
 // epilogue straight from the accumulators.
