@@ -13,7 +13,9 @@ library's symbols (llvm-nm). Samples elsewhere are grouped by DSO.
 
 With --onnx, the model is also compiled to its dispatch-region form so
 each dispatch function is printed with the node it was formed from and
-the shapes of its buffers.
+the shapes of its buffers. With --annotate FUNC, the disassembly of that
+library function (llvm-objdump-19) is printed with the share of the
+function's samples on each instruction, to see which loop the time is in.
 """
 import argparse, bisect, collections, os, re, struct, subprocess, sys, tempfile
 
@@ -44,6 +46,8 @@ def main():
     ap.add_argument('--seconds', type=float, default=3)
     ap.add_argument('--top', type=int, default=40)
     ap.add_argument('--onnx', help='model the module was compiled from')
+    ap.add_argument('--annotate', metavar='FUNC',
+                    help='print FUNC disassembled with per-instruction samples')
     ap.add_argument('module')
     ap.add_argument('inputs', nargs='+')
     args = ap.parse_args()
@@ -91,6 +95,7 @@ def main():
     page = 4096
     seg_pages = (exec_vaddr % page + exec_size + page - 1) // page * page
     counts = collections.Counter()
+    addr_counts = collections.Counter()
     total = 0
     for line in script.splitlines():
         m = re.search(r'\[0x([0-9a-f]+)\((0x[0-9a-f]+)\).*r-xp //anon', line)
@@ -109,7 +114,10 @@ def main():
         dso = parts[1].strip('()')
         if base is not None and base + exec_vaddr <= ip < base + exec_vaddr + exec_size:
             i = bisect.bisect_right(starts, ip - base) - 1
-            counts['lib:' + (symbols[i][1] if i >= 0 else '?')] += 1
+            name = symbols[i][1] if i >= 0 else '?'
+            counts['lib:' + name] += 1
+            if name == args.annotate:
+                addr_counts[ip - base] += 1
         else:
             counts[os.path.basename(dso)] += 1
     if base is None:
@@ -120,6 +128,26 @@ def main():
     for name, n in counts.most_common(args.top):
         print('%5.1f%%  %6d  %s  %s' % (100.0 * n / total, n, name,
                                        where.get(name[4:], '')))
+    if args.annotate:
+        annotate(lib, args.annotate, addr_counts)
+
+
+def annotate(lib, func, addr_counts):
+    """Prints FUNC's disassembly with the percentage of its samples per
+    instruction (samples land on the instruction after a slow one, so read
+    the hot spots as small ranges)."""
+    asm = subprocess.run(['llvm-objdump-19', '-d', '--no-show-raw-insn',
+                          '--disassemble-symbols=' + func, lib],
+                         capture_output=True, text=True, check=True).stdout
+    n = max(sum(addr_counts.values()), 1)
+    print('\n%s: %d samples' % (func, sum(addr_counts.values())))
+    for line in asm.splitlines():
+        m = re.match(r'\s*([0-9a-f]+):', line)
+        if not m:
+            print('        ' + line)
+            continue
+        c = addr_counts.get(int(m.group(1), 16), 0)
+        print('%6.2f%% %s' % (100.0 * c / n, line) if c else '        ' + line)
 
 
 if __name__ == '__main__':

@@ -425,12 +425,55 @@ private:
       b_.CreateStore(hooks_.load(in, ivs_), slot(iv));
     };
     loop(lo, split.first, checked);
+    llvm::Value *rest = packStride2Interior(in, split, slot);
     loop(
-        split.first, split.last,
+        rest, split.last,
         [&](llvm::Value *iv) { b_.CreateStore(loadAt(in, split, iv), slot(iv)); },
         /*noInterleave=*/true);
     loop(split.last, hi, checked);
     ivs_[d] = lo;
+  }
+
+  // Stride-2 interiors (stride-2 convolutions) left to the loop vectorizer
+  // become masked gathers, which dominated conv1's packing. Instead each
+  // vector of VW panel elements is one contiguous load of 2*VW elements of B
+  // and a shuffle keeping the even ones. A vector starting at iv reads up to
+  // element 2*(iv + VW) - 1, one past the last element the row needs, so
+  // only vectors with iv + VW < last take this path and the remainder
+  // (fewer than VW + 1 elements) stays with the generic interior loop.
+  // Returns where that remainder starts; other strides and scalar targets
+  // return split.first.
+  llvm::Value *
+  packStride2Interior(const structured::OperandAccess &in,
+                      const RowSplit &split,
+                      llvm::function_ref<llvm::Value *(llvm::Value *)> slot) {
+    unsigned vw = shape_.vectorWidth;
+    if (vw == 1 || split.step != 2) {
+      return split.first;
+    }
+    llvm::Type *f32 = b_.getFloatTy();
+    llvm::Value *span =
+        b_.CreateSub(b_.CreateSub(split.last, split.first), idx(1));
+    span = b_.CreateSelect(b_.CreateICmpSGT(span, idx(0)), span, idx(0));
+    llvm::Value *count = b_.CreateUDiv(span, idx(vw));
+    llvm::SmallVector<int, 32> even;
+    for (unsigned i = 0; i < vw; ++i) {
+      even.push_back(2 * i);
+    }
+    auto *wide = llvm::FixedVectorType::get(f32, 2 * vw);
+    loop(idx(0), count, [&](llvm::Value *v) {
+      llvm::Value *iv =
+          b_.CreateAdd(split.first, b_.CreateMul(v, idx(vw), "", true, true),
+                       "", true, true);
+      llvm::Value *off =
+          b_.CreateAdd(split.base, b_.CreateMul(iv, idx(2), "", false, true),
+                       "", false, true);
+      llvm::Value *src = b_.CreateInBoundsGEP(f32, hooks_.base(in.tensor), off);
+      llvm::Value *pair = b_.CreateAlignedLoad(wide, src, llvm::Align(4));
+      b_.CreateAlignedStore(b_.CreateShuffleVector(pair, even), slot(iv),
+                            llvm::Align(4));
+    });
+    return b_.CreateAdd(split.first, b_.CreateMul(count, idx(vw)));
   }
 
   void nestBatch(size_t i, llvm::ArrayRef<llvm::Value *> lo,
