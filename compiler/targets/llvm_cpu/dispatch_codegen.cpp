@@ -11,6 +11,7 @@
 #include "compiler/targets/llvm_cpu/math.h"
 #include "compiler/targets/llvm_cpu/packed_gemm.h"
 #include "compiler/targets/llvm_cpu/depthwise_conv.h"
+#include "compiler/targets/llvm_cpu/pool_window.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/MDBuilder.h"
@@ -142,7 +143,8 @@ public:
     }
     // Convolutions and contractions of matrix-product form take the packed
     // panel path (packed_gemm.h) when it applies, depthwise convolutions the
-    // padded-plane path (depthwise_conv.h).
+    // padded-plane path (depthwise_conv.h), max pools the row-interior
+    // vector path (pool_window.h).
     TileHooks hooks{
         [&](unsigned t) { return bindings_.at(t); },
         [&](const OperandAccess &in, llvm::ArrayRef<llvm::Value *> ivs) {
@@ -156,6 +158,10 @@ public:
     if (!packed) {
       COMPILER_ASSIGN_OR_RETURN(
           packed, emitDepthwiseConv(p_, r_, b_, fn_, lo, hi, hooks));
+    }
+    if (!packed) {
+      COMPILER_ASSIGN_OR_RETURN(
+          packed, emitPoolWindow(p_, r_, b_, fn_, lo, hi, hooks));
     }
     if (packed) {
       b_.CreateRet(resultCode());

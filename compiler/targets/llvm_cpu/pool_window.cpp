@@ -1,0 +1,440 @@
+// Max pooling windows with vector loads over each output row's interior.
+//
+// Per output row (oh, other parallel loops fixed), window row kh reads input
+// row sh * oh + kh + cr. Rows outside the input are clamped into it: with
+// dilation 1 the window's rows are consecutive, so as long as the window
+// meets the input (checked statically for the first and last output row)
+// the clamped row is one of the window's valid rows, and max is idempotent,
+// so the result is exact without a per-row branch. Columns cannot be
+// clamped per lane, so each row splits into
+//   - interior columns [a, b), whose windows lie inside the input: a vector
+//     of vw outputs reads, per tap (kh, kw), input columns sw * ow + kw + cc
+//     of lanes ow .. ow + vw - 1: one contiguous load (stride 1) or two
+//     loads and an even-lane shuffle (stride 2; the second load starts one
+//     element early so no load reads past the last column used). A partial
+//     last vector is recomputed overlapping the previous one (max is exact,
+//     the values are equal);
+//   - border columns, element by element through the region's padded load.
+// The row's maxima go to a scratch row on the stack and the region's
+// epilogue runs over it in a loop the loop vectorizer turns into vector
+// code. The generic loop nest instead gathered the padded, strided window
+// with masked gathers (ResNet-18's 3x3 stride-2 pool: 1.8% of the model).
+#include "compiler/targets/llvm_cpu/pool_window.h"
+
+#include <limits>
+
+#include "compiler/targets/llvm_cpu/math.h"
+#include "compiler/targets/llvm_cpu/packed_gemm.h"
+#include "llvm/Support/CommandLine.h"
+
+namespace osprey::compiler::llvm_cpu {
+
+static llvm::cl::opt<bool> poolWindowOption(
+    "osprey-pool-window",
+    llvm::cl::desc("Emit max pooling windows with row-interior vector loads "
+                   "(false: the generic loop nest)"),
+    llvm::cl::init(true), llvm::cl::Hidden);
+
+namespace {
+
+using structured::IteratorType;
+using structured::OperandAccess;
+using structured::ScalarKind;
+using structured::StructuredOp;
+
+// Loops of a max pool root (see emitPoolWindow).
+struct PoolPlan {
+  unsigned col = 0, row = 0, kw = 0, kh = 0;
+  unsigned rowResult = 0;
+  int64_t colStride = 1, rowStride = 1;
+  int64_t colOffset = 0, rowOffset = 0; // cc, cr (minus the padding)
+};
+
+// Whether |body| is max(out, in0) or max(in0, out).
+bool isMaxAccumulate(const structured::ScalarBody &body) {
+  const auto &nodes = body.nodes();
+  if (body.result() >= nodes.size()) {
+    return false;
+  }
+  const structured::ScalarNode &n = nodes[body.result()];
+  if (n.kind != ScalarKind::Max || n.operands.size() != 2) {
+    return false;
+  }
+  ScalarKind x = nodes[n.operands[0]].kind, y = nodes[n.operands[1]].kind;
+  unsigned input = nodes[n.operands[x == ScalarKind::Input ? 0 : 1]].index;
+  return ((x == ScalarKind::Output && y == ScalarKind::Input) ||
+          (x == ScalarKind::Input && y == ScalarKind::Output)) &&
+         input == 0;
+}
+
+std::optional<PoolPlan> planPoolWindow(const dispatch::DispatchProgram &p,
+                                       const StructuredOp &root) {
+  if (root.inputs.size() != 1 || !root.init || !isMaxAccumulate(root.body) ||
+      root.output.map.results.size() < 2 || !allF32(p, root)) {
+    return std::nullopt;
+  }
+  const OperandAccess &in = root.inputs[0];
+  size_t n = root.bounds.size();
+  if (in.indirect || in.map.numDims != n ||
+      (in.padValue &&
+       *in.padValue != -std::numeric_limits<double>::infinity())) {
+    return std::nullopt;
+  }
+  llvm::ArrayRef<int64_t> dims = p.program.tensors[in.tensor].type.dims();
+  if (dims.size() != in.map.results.size() || dims.size() < 2) {
+    return std::nullopt;
+  }
+  for (const structured::AffineExpr &e : in.map.results) {
+    if (e.coeffs.size() != n) {
+      return std::nullopt;
+    }
+  }
+  for (const structured::AffineExpr &e : root.output.map.results) {
+    if (e.coeffs.size() != n) {
+      return std::nullopt;
+    }
+  }
+  for (int64_t b : root.bounds) {
+    if (b <= 0) {
+      return std::nullopt; // empty loops: the generic path
+    }
+  }
+  const auto &out = root.output.map.results;
+  std::optional<unsigned> col = out.back().asDim();
+  std::optional<unsigned> row = out[out.size() - 2].asDim();
+  if (!col || !row || *col == *row ||
+      root.iterators[*col] != IteratorType::Parallel ||
+      root.iterators[*row] != IteratorType::Parallel) {
+    return std::nullopt;
+  }
+  PoolPlan plan;
+  plan.col = *col;
+  plan.row = *row;
+  // |e| = stride * loop + window + constant with |window| a reduction loop
+  // of coefficient 1.
+  auto window = [&](const structured::AffineExpr &e, unsigned loop,
+                    int64_t &stride, unsigned &win, int64_t &offset) {
+    stride = e.coeffs[loop];
+    std::optional<unsigned> w;
+    for (unsigned d = 0; d < n; ++d) {
+      if (d == loop || e.coeffs[d] == 0) {
+        continue;
+      }
+      if (w || e.coeffs[d] != 1 ||
+          root.iterators[d] != IteratorType::Reduction) {
+        return false;
+      }
+      w = d;
+    }
+    if (!w || stride <= 0) {
+      return false;
+    }
+    win = *w;
+    offset = e.constant;
+    return true;
+  };
+  unsigned last = static_cast<unsigned>(dims.size()) - 1;
+  if (!window(in.map.results[last], plan.col, plan.colStride, plan.kw,
+              plan.colOffset) ||
+      plan.colStride > 2) {
+    return std::nullopt;
+  }
+  std::optional<unsigned> rowResult;
+  for (unsigned k = 0; k < last; ++k) {
+    if (in.map.results[k].coeffs[plan.row] != 0) {
+      if (rowResult) {
+        return std::nullopt;
+      }
+      rowResult = k;
+    }
+  }
+  if (!rowResult ||
+      !window(in.map.results[*rowResult], plan.row, plan.rowStride, plan.kh,
+              plan.rowOffset) ||
+      plan.kh == plan.kw) {
+    return std::nullopt;
+  }
+  plan.rowResult = *rowResult;
+  // The other results select the plane: they read no window loop, and the
+  // only reduction loops are the window's.
+  for (unsigned k = 0; k < last; ++k) {
+    if (k == plan.rowResult) {
+      continue;
+    }
+    for (unsigned d : {plan.col, plan.row, plan.kw, plan.kh}) {
+      if (in.map.results[k].coeffs[d] != 0) {
+        return std::nullopt;
+      }
+    }
+  }
+  for (unsigned d = 0; d < n; ++d) {
+    if (root.iterators[d] == IteratorType::Reduction && d != plan.kw &&
+        d != plan.kh) {
+      return std::nullopt;
+    }
+  }
+  // Every window's rows meet the input (so clamped rows are window rows).
+  int64_t height = dims[plan.rowResult], kh = root.bounds[plan.kh];
+  int64_t firstRow = plan.rowOffset;
+  int64_t lastRow =
+      plan.rowStride * (root.bounds[plan.row] - 1) + plan.rowOffset;
+  if (firstRow + kh - 1 < 0 || firstRow > height - 1 || lastRow > height - 1 ||
+      lastRow + kh - 1 < 0) {
+    return std::nullopt;
+  }
+  return plan;
+}
+
+class PoolWindowEmitter : public TileEmitter {
+public:
+  PoolWindowEmitter(const dispatch::DispatchProgram &p,
+                    const dispatch::DispatchRegion &r, llvm::IRBuilder<> &b,
+                    llvm::Function *fn, const PoolPlan &plan, unsigned vw,
+                    const TileHooks &hooks)
+      : TileEmitter(p, r, b, fn, hooks), plan_(plan), vw_(vw) {}
+
+  absl::Status emit(llvm::ArrayRef<llvm::Value *> lo,
+                    llvm::ArrayRef<llvm::Value *> hi) {
+    const StructuredOp &op = root();
+    const OperandAccess &in = op.inputs[0];
+    f32_ = b_.getFloatTy();
+    vecTy_ = llvm::FixedVectorType::get(f32_, vw_);
+    llvm::ArrayRef<int64_t> dims = p_.program.tensors[in.tensor].type.dims();
+    unsigned last = static_cast<unsigned>(dims.size()) - 1;
+    width_ = dims[last];
+    height_ = dims[plan_.rowResult];
+    kw_ = op.bounds[plan_.kw];
+    kh_ = op.bounds[plan_.kh];
+    {
+      llvm::BasicBlock &entry = fn_->getEntryBlock();
+      llvm::IRBuilder<> eb(&entry, entry.begin());
+      scratch_ = eb.CreateAlloca(
+          llvm::ArrayType::get(f32_, maxExtent(plan_.col) + vw_), nullptr,
+          "pool_row");
+      scratch_->setAlignment(llvm::Align(64));
+    }
+    ivs_.assign(lo.begin(), lo.end());
+    std::vector<unsigned> outer;
+    for (unsigned d = 0; d < op.bounds.size(); ++d) {
+      if (op.iterators[d] == IteratorType::Parallel && d != plan_.col &&
+          d != plan_.row) {
+        outer.push_back(d);
+      }
+    }
+    // Element strides of the input.
+    std::vector<int64_t> strides(dims.size(), 1);
+    for (size_t k = dims.size() - 1; k-- > 0;) {
+      strides[k] = strides[k + 1] * dims[k + 1];
+    }
+    // Interior columns: sw * ow + cc >= 0 and sw * ow + kw - 1 + cc < W.
+    int64_t sw = plan_.colStride, cc = plan_.colOffset;
+    int64_t a = cc >= 0 ? 0 : (-cc + sw - 1) / sw;
+    int64_t top = width_ - kw_ - cc; // last interior sw * ow
+    int64_t b = top < 0 ? 0 : top / sw + 1;
+    llvm::Value *colLo = lo[plan_.col], *colHi = hi[plan_.col];
+    colLo_ = colLo;
+    absl::Status status = absl::OkStatus();
+    nest(outer, 0, lo, hi, [&] {
+      // Plane offset from the other results.
+      llvm::Value *plane = idx(0);
+      for (unsigned k = 0; k < last; ++k) {
+        if (k != plan_.rowResult) {
+          plane = b_.CreateAdd(plane, b_.CreateMul(evalExpr(in.map.results[k]),
+                                                   idx(strides[k])));
+        }
+      }
+      llvm::Value *base = hooks_.base(in.tensor);
+      loop(lo[plan_.row], hi[plan_.row], [&](llvm::Value *oh) {
+        ivs_[plan_.row] = oh;
+        // Rows of the window, clamped into the input.
+        std::vector<llvm::Value *> rows;
+        for (int64_t k = 0; k < kh_; ++k) {
+          llvm::Value *ih = b_.CreateAdd(b_.CreateMul(oh, idx(plan_.rowStride)),
+                                         idx(k + plan_.rowOffset));
+          ih = smin(smax(ih, idx(0)), idx(height_ - 1));
+          rows.push_back(b_.CreateGEP(
+              f32_, base,
+              b_.CreateAdd(plane,
+                           b_.CreateMul(ih, idx(strides[plan_.rowResult])))));
+        }
+        llvm::Value *ia = smin(smax(idx(a), colLo), colHi);
+        llvm::Value *ib = smin(smax(idx(b), ia), colHi);
+        llvm::Value *count = b_.CreateSub(ib, ia);
+        llvm::Value *wide = b_.CreateICmpSGE(count, idx(vw_));
+        // Vectors over [ia, ib), the last one ending at ib.
+        llvm::Value *vectors = b_.CreateSelect(
+            wide, b_.CreateUDiv(b_.CreateAdd(count, idx(vw_ - 1)), idx(vw_)),
+            idx(0));
+        vectorLoop(idx(0), vectors, [&](llvm::Value *k) {
+          llvm::Value *ow = smin(b_.CreateAdd(ia, b_.CreateMul(k, idx(vw_))),
+                                 b_.CreateSub(ib, idx(vw_)));
+          llvm::Value *acc =
+              b_.CreateVectorSplat(vw_, llvm::ConstantFP::get(f32_, *op.init));
+          for (llvm::Value *rowPtr : rows) {
+            for (int64_t j = 0; j < kw_; ++j) {
+              llvm::Value *off =
+                  b_.CreateAdd(b_.CreateMul(ow, idx(sw)), idx(j + cc));
+              acc = emitMax(b_, acc, loadTap(rowPtr, off));
+            }
+          }
+          b_.CreateAlignedStore(
+              acc,
+              b_.CreateInBoundsGEP(f32_, scratch_, b_.CreateSub(ow, colLo)),
+              llvm::Align(4));
+        });
+        // Border columns (and a narrow interior) through checked loads.
+        checkedLoop(colLo, ia);
+        checkedLoop(b_.CreateSelect(wide, ib, ia), colHi);
+        loop(
+            colLo, colHi,
+            [&](llvm::Value *ow) {
+              ivs_[plan_.col] = ow;
+              llvm::Value *v = b_.CreateAlignedLoad(
+                  f32_,
+                  b_.CreateInBoundsGEP(f32_, scratch_, b_.CreateSub(ow, colLo)),
+                  llvm::Align(4));
+              if (status.ok()) {
+                status = hooks_.finish(v, ivs_);
+              }
+            },
+            /*noInterleave=*/true);
+      });
+    });
+    return status;
+  }
+
+private:
+  // Input columns off .. off + sw * (vw - 1) step sw of |rowPtr|.
+  llvm::Value *loadTap(llvm::Value *rowPtr, llvm::Value *off) {
+    llvm::Value *x0 = b_.CreateAlignedLoad(
+        vecTy_, b_.CreateGEP(f32_, rowPtr, off), llvm::Align(4));
+    if (plan_.colStride == 1) {
+      return x0;
+    }
+    // x1 holds columns off + vw - 1 .. off + 2 vw - 2: lane i of the result
+    // (column off + 2i) is x0[2i] for 2i < vw, else x1[2i - vw + 1], index
+    // 2i + 1 of the concatenation.
+    llvm::Value *x1 = b_.CreateAlignedLoad(
+        vecTy_, b_.CreateGEP(f32_, rowPtr, b_.CreateAdd(off, idx(vw_ - 1))),
+        llvm::Align(4));
+    std::vector<int> lanes;
+    for (unsigned i = 0; i < vw_; ++i) {
+      lanes.push_back(2 * i < vw_ ? 2 * i : 2 * i + 1);
+    }
+    return b_.CreateShuffleVector(x0, x1, lanes);
+  }
+
+  // Max over the window of outputs [from, to) of the current row through
+  // the region's padded loads, into the scratch row.
+  void checkedLoop(llvm::Value *from, llvm::Value *to) {
+    const StructuredOp &op = root();
+    loop(from, to, [&](llvm::Value *ow) {
+      ivs_[plan_.col] = ow;
+      llvm::Value *acc = llvm::ConstantFP::get(f32_, *op.init);
+      for (int64_t i = 0; i < kh_; ++i) {
+        for (int64_t j = 0; j < kw_; ++j) {
+          ivs_[plan_.kh] = idx(i);
+          ivs_[plan_.kw] = idx(j);
+          acc = emitMax(b_, acc, hooks_.load(op.inputs[0], ivs_));
+        }
+      }
+      b_.CreateAlignedStore(
+          acc, b_.CreateInBoundsGEP(f32_, scratch_, b_.CreateSub(ow, colLo_)),
+          llvm::Align(4));
+    });
+  }
+
+  // for (iv = lo; iv < hi; ++iv) body(iv), kept from the loop vectorizer
+  // (the body is vector code).
+  void vectorLoop(llvm::Value *lo, llvm::Value *hi,
+                  llvm::function_ref<void(llvm::Value *)> body) {
+    llvm::BasicBlock *pre = b_.GetInsertBlock();
+    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "pool_loop", fn_);
+    llvm::BasicBlock *bodyBlock =
+        llvm::BasicBlock::Create(ctx_, "pool_body", fn_);
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "pool_exit", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode *iv = b_.CreatePHI(idxTy_, 2);
+    iv->addIncoming(lo, pre);
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), bodyBlock, exit);
+    b_.SetInsertPoint(bodyBlock);
+    body(iv);
+    iv->addIncoming(b_.CreateAdd(iv, idx(1), "", true, true),
+                    b_.GetInsertBlock());
+    llvm::BranchInst *latch = b_.CreateBr(header);
+    llvm::Metadata *off[] = {
+        llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+        llvm::ConstantAsMetadata::get(b_.getFalse())};
+    llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx_, off)};
+    llvm::MDNode *id = llvm::MDNode::getDistinct(ctx_, ops);
+    id->replaceOperandWith(0, id);
+    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+    b_.SetInsertPoint(exit);
+  }
+
+  void nest(llvm::ArrayRef<unsigned> dims, size_t i,
+            llvm::ArrayRef<llvm::Value *> lo, llvm::ArrayRef<llvm::Value *> hi,
+            llvm::function_ref<void()> inner) {
+    if (i == dims.size()) {
+      inner();
+      return;
+    }
+    unsigned d = dims[i];
+    loop(lo[d], hi[d], [&](llvm::Value *iv) {
+      ivs_[d] = iv;
+      nest(dims, i + 1, lo, hi, inner);
+    });
+  }
+
+  llvm::Value *smin(llvm::Value *x, llvm::Value *y) {
+    return b_.CreateSelect(b_.CreateICmpSLT(x, y), x, y);
+  }
+  llvm::Value *smax(llvm::Value *x, llvm::Value *y) {
+    return b_.CreateSelect(b_.CreateICmpSGT(x, y), x, y);
+  }
+
+  const PoolPlan &plan_;
+  unsigned vw_;
+  int64_t width_ = 0, height_ = 0, kw_ = 1, kh_ = 1;
+  llvm::Type *f32_ = nullptr, *vecTy_ = nullptr;
+  llvm::AllocaInst *scratch_ = nullptr;
+  llvm::Value *colLo_ = nullptr; // first output column of the tile
+};
+
+} // namespace
+
+absl::StatusOr<bool> emitPoolWindow(const dispatch::DispatchProgram &program,
+                                    const dispatch::DispatchRegion &region,
+                                    llvm::IRBuilder<> &builder,
+                                    llvm::Function *fn,
+                                    llvm::ArrayRef<llvm::Value *> lo,
+                                    llvm::ArrayRef<llvm::Value *> hi,
+                                    const TileHooks &hooks) {
+  const StructuredOp &root = program.program.ops[region.ops[0]];
+  if (!poolWindowOption) {
+    return false;
+  }
+  std::optional<PoolPlan> plan = planPoolWindow(program, root);
+  if (!plan) {
+    return false;
+  }
+  llvm::StringRef features;
+  if (auto *md = llvm::dyn_cast_or_null<llvm::MDString>(
+          fn->getParent()->getModuleFlag(kTargetFeaturesFlag))) {
+    features = md->getString();
+  }
+  unsigned width =
+      gemmKernelShape(fn->getParent()->getTargetTriple(), features).vectorWidth;
+  if (width <= 1) {
+    return false;
+  }
+  PoolWindowEmitter emitter(program, region, builder, fn, *plan, width, hooks);
+  absl::Status status = emitter.emit(lo, hi);
+  if (!status.ok()) {
+    return status;
+  }
+  return true;
+}
+
+} // namespace osprey::compiler::llvm_cpu

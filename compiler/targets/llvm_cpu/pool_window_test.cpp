@@ -1,0 +1,333 @@
+// Runs max pools compiled through the row-interior vector path
+// (pool_window.h) on AVX-512 (host, when the CPU has it) and AVX2 (x86_64)
+// against references computed here, and checks which pools take the path.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <random>
+
+#include "compiler/dispatch/dispatch_ir.h"
+#include "compiler/graph/ir_text.h"
+#include "compiler/structured/fusion.h"
+#include "compiler/structured/lower_graph.h"
+#include "compiler/targets/llvm_cpu/library.h"
+#include "hal/local/loaders/elf/elf_loader.h"
+#include "gtest/gtest.h"
+
+namespace osprey::compiler::llvm_cpu {
+namespace {
+
+using dispatch::BufferKind;
+using dispatch::DispatchProgram;
+
+// A graph compiled for |target| and run dispatch by dispatch, transients at
+// their planned arena offsets.
+class Compiled {
+public:
+  absl::Status compile(const std::string &text, const char *target) {
+    auto graph = graph::parseGraph(text, "test");
+    if (!graph.ok()) {
+      return graph.status();
+    }
+    auto program = structured::lowerToStructured(**graph);
+    if (!program.ok()) {
+      return program.status();
+    }
+    if (absl::Status s = structured::fuseAndTile(*program); !s.ok()) {
+      return s;
+    }
+    auto d = dispatch::formDispatchRegions(std::move(*program));
+    if (!d.ok()) {
+      return d.status();
+    }
+    program_ = std::move(*d);
+    if (absl::Status s = dispatch::planMemory(program_); !s.ok()) {
+      return s;
+    }
+    auto cpu = resolveCpuTarget(target);
+    if (!cpu.ok()) {
+      return cpu.status();
+    }
+    LibraryOptions options;
+    options.name = "test";
+    options.llvmIr = &ir_;
+    auto bytes = buildExecutableLibrary(program_, *cpu, options);
+    if (!bytes.ok()) {
+      return bytes.status();
+    }
+    bytes_ = std::move(*bytes);
+    hal::ExecutableParams params;
+    params.format = cpu->elfFormat.c_str();
+    params.data = bytes_;
+    auto exe = loader_.Load(params, hal::local::ImportTable{},
+                            osprey::Allocator::Default());
+    if (!exe.ok()) {
+      return absl::InternalError("loading the library failed");
+    }
+    executable_ = std::move(*exe);
+    return absl::OkStatus();
+  }
+
+  const DispatchProgram &program() const { return program_; }
+  // Optimized LLVM IR of the library.
+  const std::string &ir() const { return ir_; }
+
+  std::vector<std::vector<float>>
+  run(const std::vector<std::vector<float>> &inputs) {
+    const auto &p = program_.program;
+    std::vector<float> arena(program_.arenaSize / 4 + 1);
+    std::map<unsigned, std::vector<float>> storage;
+    for (unsigned i = 0; i < p.inputs.size(); ++i) {
+      storage[p.inputs[i]] = inputs[i];
+    }
+    for (const dispatch::Buffer &b : program_.buffers) {
+      if (b.kind == BufferKind::Output) {
+        storage[b.tensor].assign(b.byteSize / 4, NAN);
+      } else if (b.kind == BufferKind::Constant) {
+        llvm::ArrayRef<uint8_t> raw = p.tensors[b.tensor].constant->bytes();
+        std::vector<float> v(raw.size() / 4);
+        memcpy(v.data(), raw.data(), raw.size());
+        storage[b.tensor] = v;
+      }
+    }
+    auto pointer = [&](unsigned t) -> float * {
+      const dispatch::Buffer &b = program_.buffers[program_.storageOf(t)];
+      if (b.kind == BufferKind::Transient) {
+        return arena.data() + b.offset / 4;
+      }
+      return storage.at(b.tensor).data();
+    };
+    for (unsigned r = 0; r < program_.regions.size(); ++r) {
+      const dispatch::DispatchRegion &region = program_.regions[r];
+      std::vector<void *> ptrs;
+      std::vector<size_t> lengths;
+      for (const dispatch::Binding &b : region.bindings) {
+        ptrs.push_back(pointer(b.tensor));
+        lengths.push_back(program_.buffers[b.tensor].byteSize);
+      }
+      osprey_dispatch_state_v1_t state = {};
+      state.workgroup_size_x = state.workgroup_size_y = state.workgroup_size_z =
+          1;
+      state.workgroup_count_x = region.workgroupCount[0];
+      state.workgroup_count_y = region.workgroupCount[1];
+      state.workgroup_count_z = region.workgroupCount[2];
+      state.max_concurrency = 1;
+      state.binding_count = ptrs.size();
+      state.binding_ptrs = ptrs.data();
+      state.binding_lengths = lengths.data();
+      for (uint32_t z = 0; z < state.workgroup_count_z; ++z) {
+        for (uint32_t y = 0; y < state.workgroup_count_y; ++y) {
+          for (uint32_t x = 0; x < state.workgroup_count_x; ++x) {
+            osprey_workgroup_state_v1_t wg = {};
+            wg.workgroup_id_x = x;
+            wg.workgroup_id_y = y;
+            wg.workgroup_id_z = z;
+            EXPECT_EQ(executable_->CallWorkgroup(r, &state, &wg), 0);
+          }
+        }
+      }
+    }
+    std::vector<std::vector<float>> outputs;
+    for (unsigned t : p.outputs) {
+      outputs.push_back(storage.at(program_.storageOf(t)));
+    }
+    return outputs;
+  }
+
+private:
+  DispatchProgram program_;
+  std::string ir_;
+  std::vector<uint8_t> bytes_;
+  hal::local::loaders::elf::ElfLoader loader_;
+  ref_ptr<hal::local::LocalExecutable> executable_;
+};
+
+std::vector<float> randomData(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<float> v(n);
+  for (float &x : v) {
+    x = dist(rng);
+  }
+  return v;
+}
+
+// A max pool (batch 1) with per-axis geometry.
+struct Pool {
+  int c, h, w, kh, kw, sh, sw, pt, pl, pb, pr;
+  bool ceil = false;
+  int out(int in, int k, int s, int p0, int p1) const {
+    int span = in + p0 + p1 - k;
+    return (ceil ? (span + s - 1) / s : span / s) + 1;
+  }
+  int oh() const { return out(h, kh, sh, pt, pb); }
+  int ow() const { return out(w, kw, sw, pl, pr); }
+};
+
+Pool square(int c, int h, int w, int k, int stride, int pad) {
+  return {c, h, w, k, k, stride, stride, pad, pad, pad, pad};
+}
+
+std::string dims(std::initializer_list<int> d) {
+  std::string s;
+  for (int v : d) {
+    s += (s.empty() ? "" : "x") + std::to_string(v);
+  }
+  return s;
+}
+
+// MaxPool, then |epilogue|: "" (none), "relu" or "residual" (+ a tensor of
+// the output's shape).
+std::string graphText(const Pool &t, const std::string &epilogue) {
+  std::string y = dims({1, t.c, t.oh(), t.ow()});
+  auto pair = [](int a, int b) {
+    return std::to_string(a) + ", " + std::to_string(b);
+  };
+  std::string text =
+      "graph @pool(%x: tensor<" + dims({1, t.c, t.h, t.w}) + "xf32>" +
+      (epilogue == "residual" ? ", %r: tensor<" + y + "xf32>" : "") +
+      ") {\n  %p = MaxPool(%x) {kernel_shape = [" + pair(t.kh, t.kw) +
+      "], pads = [" + pair(t.pt, t.pl) + ", " + pair(t.pb, t.pr) +
+      "], strides = [" + pair(t.sh, t.sw) + "]" +
+      (t.ceil ? ", ceil_mode = 1" : "") + "} : tensor<" + y +
+      "xf32> loc(\"pool\")\n";
+  if (epilogue.empty()) {
+    return text + "  return %p\n}";
+  }
+  if (epilogue == "relu") {
+    text += "  %y = Relu(%p) : tensor<" + y + "xf32>\n";
+  } else {
+    text += "  %y = Add(%p, %r) : tensor<" + y + "xf32>\n";
+  }
+  return text + "  return %y\n}";
+}
+
+std::vector<float> reference(const Pool &t, const std::string &epilogue,
+                             const std::vector<float> &x,
+                             const std::vector<float> &r) {
+  std::vector<float> y(size_t(t.c) * t.oh() * t.ow());
+  for (int c = 0; c < t.c; ++c) {
+    for (int oh = 0; oh < t.oh(); ++oh) {
+      for (int ow = 0; ow < t.ow(); ++ow) {
+        float m = -std::numeric_limits<float>::infinity();
+        for (int kh = 0; kh < t.kh; ++kh) {
+          for (int kw = 0; kw < t.kw; ++kw) {
+            int ih = oh * t.sh + kh - t.pt;
+            int iw = ow * t.sw + kw - t.pl;
+            if (ih >= 0 && ih < t.h && iw >= 0 && iw < t.w) {
+              m = std::max(m, x[(size_t(c) * t.h + ih) * t.w + iw]);
+            }
+          }
+        }
+        size_t at = (size_t(c) * t.oh() + oh) * t.ow() + ow;
+        if (epilogue == "relu") {
+          m = std::max(m, 0.0f);
+        } else if (epilogue == "residual") {
+          m += r[at];
+        }
+        y[at] = m;
+      }
+    }
+  }
+  return y;
+}
+
+// Compiles |t| for |target|, checks whether the vector path generated the
+// dispatch (its scratch row is in the IR) and compares with the reference
+// exactly (max selects one of its inputs).
+void check(const Pool &t, const char *target, const std::string &epilogue,
+           bool fastPath = true) {
+  SCOPED_TRACE(graphText(t, epilogue) + "\ntarget " + target);
+  Compiled c;
+  absl::Status s = c.compile(graphText(t, epilogue), target);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(c.program().regions.size(), 1u) << "the epilogue is fused";
+  EXPECT_EQ(c.ir().find("pool_row") != std::string::npos, fastPath)
+      << "whether the row-interior vector path generated the pool";
+  auto x = randomData(size_t(t.c) * t.h * t.w, 1);
+  std::vector<float> r;
+  std::vector<std::vector<float>> inputs = {x};
+  if (epilogue == "residual") {
+    r = randomData(size_t(t.c) * t.oh() * t.ow(), 2);
+    inputs.push_back(r);
+  }
+  std::vector<float> got = c.run(inputs)[0];
+  std::vector<float> want = reference(t, epilogue, x, r);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i], want[i]) << "element " << i;
+  }
+}
+
+// ResNet's 3x3 stride-2 pool at reduced size plus odd shapes: 7x7 maps,
+// rows narrower than a vector, channel counts that are no multiple of a
+// vector, 2x2 windows without padding, asymmetric padding, ceil_mode
+// (windows reaching past the input without padding), non-square maps.
+const Pool kShapes[] = {
+    square(5, 112, 112, 3, 2, 1), // ResNet-18's pool, 5 channels
+    square(13, 7, 7, 3, 1, 1),    // 7x7 map, rows narrower than a vector
+    square(3, 14, 14, 2, 2, 0),   // 2x2 stride 2
+    square(3, 40, 40, 3, 1, 1),   // wide rows, stride 1
+    square(3, 37, 41, 5, 2, 2),   // 5x5 window, odd widths, stride 2
+    square(2, 70, 70, 3, 2, 0),   // stride 2 without padding
+    {3, 33, 35, 3, 2, 2, 1, 1, 2, 0, 0, 1},    // mixed strides, asymmetric pads
+    {4, 9, 9, 3, 3, 2, 2, 0, 0, 0, 0, true},   // ceil_mode
+    {2, 36, 38, 2, 2, 2, 2, 0, 0, 0, 0, true}, // ceil_mode, even size
+};
+
+TEST(PoolWindowTest, HostMatchesReference) {
+  for (const Pool &t : kShapes) {
+    check(t, "host", "");
+  }
+}
+
+TEST(PoolWindowTest, Avx2MatchesReference) {
+  for (const Pool &t : kShapes) {
+    check(t, "x86_64", "");
+  }
+}
+
+// The region's fused ops run over the scratch row: an elementwise op and a
+// tensor read at the output's index.
+TEST(PoolWindowTest, EpiloguesMatchReference) {
+  for (const char *target : {"host", "x86_64"}) {
+    check(square(6, 30, 30, 3, 2, 1), target, "relu");
+    check(square(6, 7, 7, 3, 1, 1), target, "residual");
+    check(square(17, 56, 56, 3, 2, 1), target, "residual");
+  }
+}
+
+// Column strides above 2 keep the generic loop nest (still correct).
+TEST(PoolWindowTest, Stride3KeepsGenericPath) {
+  check(square(3, 20, 20, 3, 3, 1), "host", "", /*fastPath=*/false);
+}
+
+// Embedded targets have no vector registers: their pools keep the generic
+// loop nest (its scalar code stays within their stack budget).
+TEST(PoolWindowTest, ScalarTargetsKeepGenericPath) {
+  for (const char *name : {"armv7em", "riscv32"}) {
+    SCOPED_TRACE(name);
+    auto graph =
+        graph::parseGraph(graphText(square(4, 16, 16, 3, 2, 1), ""), "test");
+    ASSERT_TRUE(graph.ok()) << graph.status().message();
+    auto program = structured::lowerToStructured(**graph);
+    ASSERT_TRUE(program.ok());
+    ASSERT_TRUE(structured::fuseAndTile(*program).ok());
+    auto d = dispatch::formDispatchRegions(std::move(*program));
+    ASSERT_TRUE(d.ok());
+    ASSERT_TRUE(dispatch::planMemory(*d).ok());
+    auto target = resolveCpuTarget(name);
+    ASSERT_TRUE(target.ok());
+    std::string ir;
+    LibraryOptions options;
+    options.name = "pool";
+    options.llvmIr = &ir;
+    auto bytes = buildExecutableLibrary(*d, *target, options);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+    EXPECT_EQ(ir.find("pool_row"), std::string::npos);
+  }
+}
+
+} // namespace
+} // namespace osprey::compiler::llvm_cpu
