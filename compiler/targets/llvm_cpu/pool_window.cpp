@@ -8,19 +8,23 @@
 // so the result is exact without a per-row branch. Columns cannot be
 // clamped per lane, so each row splits into
 //   - interior columns [a, b), whose windows lie inside the input: a vector
-//     of vw outputs reads, per tap (kh, kw), input columns sw * ow + kw + cc
-//     of lanes ow .. ow + vw - 1: one contiguous load (stride 1) or two
-//     loads and an even-lane shuffle (stride 2; the second load starts one
-//     element early so no load reads past the last column used). A partial
-//     last vector is recomputed overlapping the previous one (max is exact,
-//     the values are equal);
+//     of vw outputs ow .. ow + vw - 1 needs input columns sw * ow + cc ..
+//     sw * (ow + vw - 1) + kw - 1 + cc. Their maxima over the window rows
+//     are taken first on contiguous vector loads, then each window column's
+//     lanes (stride sw) are picked from those by shuffles and combined (see
+//     windowMax). A partial last vector is recomputed overlapping the
+//     previous one (max is exact, the values are equal);
 //   - border columns, element by element through the region's padded load.
-// The row's maxima go to a scratch row on the stack and the region's
+// A region of the pool alone stores the maxima straight into the output;
+// with fused ops they go to a scratch row on the stack and the region's
 // epilogue runs over it in a loop the loop vectorizer turns into vector
-// code. The generic loop nest instead gathered the padded, strided window
-// with masked gathers (ResNet-18's 3x3 stride-2 pool: 1.8% of the model).
+// code. Rows with no full vector of interior columns (7x7 maps) keep the
+// generic loop nest. The generic loop nest instead gathered the padded, strided
+// window with masked gathers (ResNet-18's 3x3 stride-2 pool: 1.8% of the
+// model).
 #include "compiler/targets/llvm_cpu/pool_window.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "compiler/targets/llvm_cpu/math.h"
@@ -69,8 +73,10 @@ bool isMaxAccumulate(const structured::ScalarBody &body) {
 
 std::optional<PoolPlan> planPoolWindow(const dispatch::DispatchProgram &p,
                                        const StructuredOp &root) {
-  if (root.inputs.size() != 1 || !root.init || !isMaxAccumulate(root.body) ||
-      root.output.map.results.size() < 2 || !allF32(p, root)) {
+  if (root.inputs.size() != 1 || !root.init ||
+      *root.init != -std::numeric_limits<double>::infinity() ||
+      !isMaxAccumulate(root.body) || root.output.map.results.size() < 2 ||
+      !allF32(p, root)) {
     return std::nullopt;
   }
   const OperandAccess &in = root.inputs[0];
@@ -193,6 +199,17 @@ public:
                     const TileHooks &hooks)
       : TileEmitter(p, r, b, fn, hooks), plan_(plan), vw_(vw) {}
 
+  // Most output columns of one row with windows inside the input.
+  int64_t interiorColumns() const {
+    const OperandAccess &in = root().inputs[0];
+    int64_t width = p_.program.tensors[in.tensor].type.dims().back();
+    int64_t sw = plan_.colStride, cc = plan_.colOffset;
+    int64_t a = cc >= 0 ? 0 : (-cc + sw - 1) / sw;
+    int64_t top = width - root().bounds[plan_.kw] - cc;
+    int64_t b = top < 0 ? 0 : top / sw + 1;
+    return std::min(b - a, maxExtent(plan_.col));
+  }
+
   absl::Status emit(llvm::ArrayRef<llvm::Value *> lo,
                     llvm::ArrayRef<llvm::Value *> hi) {
     const StructuredOp &op = root();
@@ -205,7 +222,15 @@ public:
     height_ = dims[plan_.rowResult];
     kw_ = op.bounds[plan_.kw];
     kh_ = op.bounds[plan_.kh];
-    {
+    // A region of the pool alone stores its rows straight into the output
+    // (the output's last result is the column loop, see planPoolWindow);
+    // fused ops run over a scratch row instead.
+    const OperandAccess &out = op.output;
+    bool direct = r_.ops.size() == 1;
+    for (size_t k = 0; k + 1 < out.map.results.size(); ++k) {
+      direct &= out.map.results[k].coeffs[plan_.col] == 0;
+    }
+    if (!direct) {
       llvm::BasicBlock &entry = fn_->getEntryBlock();
       llvm::IRBuilder<> eb(&entry, entry.begin());
       scratch_ = eb.CreateAlloca(
@@ -257,6 +282,21 @@ public:
               b_.CreateAdd(plane,
                            b_.CreateMul(ih, idx(strides[plan_.rowResult])))));
         }
+        if (direct) {
+          llvm::ArrayRef<int64_t> outDims =
+              p_.program.tensors[out.tensor].type.dims();
+          ivs_[plan_.col] = colLo;
+          llvm::Value *at = idx(0);
+          int64_t stride = 1;
+          for (size_t k = outDims.size(); k-- > 0;) {
+            at = b_.CreateAdd(
+                at, b_.CreateMul(evalExpr(out.map.results[k]), idx(stride)));
+            stride *= outDims[k];
+          }
+          rowOut_ = b_.CreateGEP(f32_, hooks_.base(out.tensor), at);
+        } else {
+          rowOut_ = scratch_;
+        }
         llvm::Value *ia = smin(smax(idx(a), colLo), colHi);
         llvm::Value *ib = smin(smax(idx(b), ia), colHi);
         llvm::Value *count = b_.CreateSub(ib, ia);
@@ -269,22 +309,17 @@ public:
           llvm::Value *ow = smin(b_.CreateAdd(ia, b_.CreateMul(k, idx(vw_))),
                                  b_.CreateSub(ib, idx(vw_)));
           llvm::Value *acc =
-              b_.CreateVectorSplat(vw_, llvm::ConstantFP::get(f32_, *op.init));
-          for (llvm::Value *rowPtr : rows) {
-            for (int64_t j = 0; j < kw_; ++j) {
-              llvm::Value *off =
-                  b_.CreateAdd(b_.CreateMul(ow, idx(sw)), idx(j + cc));
-              acc = emitMax(b_, acc, loadTap(rowPtr, off));
-            }
-          }
+              windowMax(rows, b_.CreateAdd(b_.CreateMul(ow, idx(sw)), idx(cc)));
           b_.CreateAlignedStore(
-              acc,
-              b_.CreateInBoundsGEP(f32_, scratch_, b_.CreateSub(ow, colLo)),
+              acc, b_.CreateInBoundsGEP(f32_, rowOut_, b_.CreateSub(ow, colLo)),
               llvm::Align(4));
         });
         // Border columns (and a narrow interior) through checked loads.
         checkedLoop(colLo, ia);
         checkedLoop(b_.CreateSelect(wide, ib, ia), colHi);
+        if (direct) {
+          return;
+        }
         loop(
             colLo, colHi,
             [&](llvm::Value *ow) {
@@ -304,28 +339,90 @@ public:
   }
 
 private:
-  // Input columns off .. off + sw * (vw - 1) step sw of |rowPtr|.
-  llvm::Value *loadTap(llvm::Value *rowPtr, llvm::Value *off) {
-    llvm::Value *x0 = b_.CreateAlignedLoad(
-        vecTy_, b_.CreateGEP(f32_, rowPtr, off), llvm::Align(4));
-    if (plan_.colStride == 1) {
-      return x0;
+  // Max over the window of vw outputs whose first window column is input
+  // column |off| of |rows|, separably: the window rows' maxima over the
+  // columns the vector needs, off .. off + sw * (vw - 1) + kw - 1, in
+  // vectors V_t at column off + start[t] (the last one ending at the last
+  // column, overlapping its predecessor, so no load reads a column the
+  // windows do not use), then per window column j the lanes
+  // off + sw * i + j gathered from the V_t by shuffles and combined. A 3x3
+  // stride-2 window of 16 lanes loads 3 vectors per row instead of 6 and
+  // shuffles 4 times instead of 9.
+  llvm::Value *windowMax(llvm::ArrayRef<llvm::Value *> rows, llvm::Value *off) {
+    int64_t sw = plan_.colStride, n = vw_;
+    int64_t needed = sw * (n - 1) + kw_;
+    int64_t count = (needed + n - 1) / n;
+    std::vector<int64_t> start;
+    std::vector<llvm::Value *> cols;
+    for (int64_t t = 0; t < count; ++t) {
+      start.push_back(t + 1 < count ? t * n : needed - n);
+      llvm::Value *v = nullptr;
+      for (llvm::Value *rowPtr : rows) {
+        llvm::Value *x = b_.CreateAlignedLoad(
+            vecTy_,
+            b_.CreateGEP(f32_, rowPtr, b_.CreateAdd(off, idx(start[t]))),
+            llvm::Align(4));
+        v = v ? emitMax(b_, v, x) : x;
+      }
+      cols.push_back(v);
     }
-    // x1 holds columns off + vw - 1 .. off + 2 vw - 2: lane i of the result
-    // (column off + 2i) is x0[2i] for 2i < vw, else x1[2i - vw + 1], index
-    // 2i + 1 of the concatenation.
-    llvm::Value *x1 = b_.CreateAlignedLoad(
-        vecTy_, b_.CreateGEP(f32_, rowPtr, b_.CreateAdd(off, idx(vw_ - 1))),
-        llvm::Align(4));
-    std::vector<int> lanes;
-    for (unsigned i = 0; i < vw_; ++i) {
-      lanes.push_back(2 * i < vw_ ? 2 * i : 2 * i + 1);
+    llvm::Value *acc = nullptr;
+    for (int64_t j = 0; j < kw_; ++j) {
+      // Source vector and lane of each output lane.
+      std::vector<std::pair<int64_t, int>> from;
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t p = sw * i + j;
+        int64_t t = p < start.back() ? p / n : count - 1;
+        from.push_back({t, static_cast<int>(p - start[t])});
+      }
+      // Shuffles of two operands: the first two sources, then each further
+      // one merged into the partial result.
+      llvm::Value *x = nullptr;
+      std::vector<int64_t> used;
+      for (const auto &f : from) {
+        if (std::find(used.begin(), used.end(), f.first) == used.end()) {
+          used.push_back(f.first);
+        }
+      }
+      for (size_t u = 0; u < used.size(); ++u) {
+        if (u == 0 && used.size() == 1) {
+          std::vector<int> mask;
+          bool identity = true;
+          for (int64_t i = 0; i < n; ++i) {
+            mask.push_back(from[i].second);
+            identity &= from[i].second == i;
+          }
+          x = identity ? cols[used[0]]
+                       : b_.CreateShuffleVector(cols[used[0]], mask);
+          break;
+        }
+        if (u == 0) {
+          continue;
+        }
+        // Lanes of used[u] come from the second operand; the others from
+        // the partial result (or used[0] in the first shuffle).
+        llvm::Value *first = u == 1 ? cols[used[0]] : x;
+        std::vector<int> mask;
+        for (int64_t i = 0; i < n; ++i) {
+          if (from[i].first == used[u]) {
+            mask.push_back(static_cast<int>(n) + from[i].second);
+          } else if (u == 1 && from[i].first == used[0]) {
+            mask.push_back(from[i].second);
+          } else if (u > 1) {
+            mask.push_back(static_cast<int>(i));
+          } else {
+            mask.push_back(-1);
+          }
+        }
+        x = b_.CreateShuffleVector(first, cols[used[u]], mask);
+      }
+      acc = acc ? emitMax(b_, acc, x) : x;
     }
-    return b_.CreateShuffleVector(x0, x1, lanes);
+    return acc;
   }
 
   // Max over the window of outputs [from, to) of the current row through
-  // the region's padded loads, into the scratch row.
+  // the region's padded loads, into the row's destination.
   void checkedLoop(llvm::Value *from, llvm::Value *to) {
     const StructuredOp &op = root();
     loop(from, to, [&](llvm::Value *ow) {
@@ -339,7 +436,7 @@ private:
         }
       }
       b_.CreateAlignedStore(
-          acc, b_.CreateInBoundsGEP(f32_, scratch_, b_.CreateSub(ow, colLo_)),
+          acc, b_.CreateInBoundsGEP(f32_, rowOut_, b_.CreateSub(ow, colLo_)),
           llvm::Align(4));
     });
   }
@@ -399,6 +496,8 @@ private:
   int64_t width_ = 0, height_ = 0, kw_ = 1, kh_ = 1;
   llvm::Type *f32_ = nullptr, *vecTy_ = nullptr;
   llvm::AllocaInst *scratch_ = nullptr;
+  // Element colLo_ of the current row's maxima: in scratch_ or the output.
+  llvm::Value *rowOut_ = nullptr;
   llvm::Value *colLo_ = nullptr; // first output column of the tile
 };
 
@@ -430,6 +529,11 @@ absl::StatusOr<bool> emitPoolWindow(const dispatch::DispatchProgram &program,
     return false;
   }
   PoolWindowEmitter emitter(program, region, builder, fn, *plan, width, hooks);
+  if (emitter.interiorColumns() < width) {
+    return false; // no full vector: the generic loop nest
+  }
+  // Names the path in the IR (tests check which pools take it).
+  fn->addFnAttr("osprey-pool-window");
   absl::Status status = emitter.emit(lo, hi);
   if (!status.ok()) {
     return status;

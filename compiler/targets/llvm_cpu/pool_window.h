@@ -10,17 +10,17 @@
 namespace osprey::compiler::llvm_cpu {
 
 // If the region's root is an f32 max pool (see planPoolWindow in
-// pool_window.cpp: body max(out, in0), one input read through a 2-D window
-// of dilation 1 and column stride 1 or 2, padding -inf or none, every
-// window row range meeting the input) and the target has vector registers,
-// emits the workgroup's tile (loop ranges [lo[d], hi[d]) per root loop) at
-// the builder's insertion point inside |fn| and returns true: each output
-// row's interior columns (windows inside the input) are computed a vector
-// at a time from contiguous loads (stride 2 as two loads and a shuffle),
-// the border columns element by element through |hooks|.load (padding
-// applied), and the epilogue runs through |hooks|.finish. Returns false,
-// emitting nothing, otherwise (scalar targets keep the generic loop nest).
-// Errors come from |hooks|.
+// pool_window.cpp: body max(out, in0) from init -inf, one input read
+// through a 2-D window of dilation 1 and column stride 1 or 2, padding -inf
+// or none, every window row range meeting the input), the target has vector
+// registers and a row has at least a vector of interior columns (windows
+// inside the input), emits the workgroup's tile (loop ranges [lo[d], hi[d])
+// per root loop) at the builder's insertion point inside |fn| and returns
+// true: each output row's interior columns are computed a vector at a time
+// from contiguous loads and shuffles, the border columns element by element
+// through |hooks|.load (padding applied); fused ops run through
+// |hooks|.finish. Returns false, emitting nothing, otherwise (scalar
+// targets keep the generic loop nest). Errors come from |hooks|.
 absl::StatusOr<bool> emitPoolWindow(const dispatch::DispatchProgram &program,
                                     const dispatch::DispatchRegion &region,
                                     llvm::IRBuilder<> &builder,
