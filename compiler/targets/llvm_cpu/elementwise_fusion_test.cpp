@@ -2,159 +2,26 @@
 // than their result, per-channel scales folded into weights and the
 // collapsed loop nests of the generic path, on the host CPU against
 // references computed here in double precision.
+#include <algorithm>
 #include <cmath>
-#include <map>
-#include <random>
+#include <vector>
 
-#include "compiler/dispatch/dispatch_ir.h"
-#include "compiler/graph/ir_text.h"
-#include "compiler/structured/fusion.h"
-#include "compiler/structured/lower_graph.h"
-#include "compiler/targets/llvm_cpu/library.h"
-#include "hal/local/loaders/elf/elf_loader.h"
+#include "compiler/targets/llvm_cpu/testing/compiled_graph.h"
 #include "gtest/gtest.h"
 
 namespace osprey::compiler::llvm_cpu {
 namespace {
 
-using dispatch::BufferKind;
+using testing::CompiledGraph;
+using testing::randomData;
 
-// Compiles graph text for the host and runs every dispatch of it, one
-// workgroup after another, with f32 buffers.
-class Module {
-public:
-  absl::Status build(llvm::StringRef text) {
-    auto graph = graph::parseGraph(text, "fusion_test");
-    if (!graph.ok()) {
-      return graph.status();
-    }
-    auto structured = structured::lowerToStructured(**graph);
-    if (!structured.ok()) {
-      return structured.status();
-    }
-    if (absl::Status s = structured::fuseAndTile(*structured); !s.ok()) {
-      return s;
-    }
-    auto program = dispatch::formDispatchRegions(std::move(*structured));
-    if (!program.ok()) {
-      return program.status();
-    }
-    d_ = std::move(*program);
-    if (absl::Status s = dispatch::planMemory(d_); !s.ok()) {
-      return s;
-    }
-    auto target = resolveCpuTarget("host");
-    if (!target.ok()) {
-      return target.status();
-    }
-    auto library = buildExecutableLibrary(d_, *target, {"fusion_test"});
-    if (!library.ok()) {
-      return library.status();
-    }
-    library_ = std::move(*library);
-    hal::ExecutableParams params;
-    params.format = target->elfFormat.c_str();
-    params.data = library_;
-    auto exe = loader_.Load(params, hal::local::ImportTable{},
-                            osprey::Allocator::Default());
-    if (!exe.ok()) {
-      return absl::InternalError("the library did not load");
-    }
-    exe_ = std::move(*exe);
-    return absl::OkStatus();
+// Number of write bindings of region |r| of |c|'s program.
+int writes(const CompiledGraph &c, unsigned r) {
+  int n = 0;
+  for (const dispatch::Binding &b : c.program().regions[r].bindings) {
+    n += b.write;
   }
-
-  const dispatch::DispatchProgram &program() const { return d_; }
-
-  // Runs the graph on |inputs| (graph input order); returns the outputs.
-  std::vector<std::vector<float>>
-  run(const std::vector<std::vector<float>> &inputs) {
-    const structured::StructuredProgram &p = d_.program;
-    std::vector<float> arena(d_.arenaSize / 4 + 16, NAN);
-    std::map<unsigned, std::vector<float>> owned;
-    for (unsigned i = 0; i < p.inputs.size(); ++i) {
-      owned[p.inputs[i]] = inputs[i];
-    }
-    for (const dispatch::Buffer &b : d_.buffers) {
-      if (b.kind == BufferKind::Output) {
-        owned[b.tensor].assign(b.byteSize / 4, NAN);
-      } else if (b.kind == BufferKind::Constant) {
-        llvm::ArrayRef<uint8_t> bytes = p.tensors[b.tensor].constant->bytes();
-        std::vector<float> values((bytes.size() + 3) / 4);
-        std::memcpy(values.data(), bytes.data(), bytes.size());
-        owned[b.tensor] = std::move(values);
-      }
-    }
-    auto base = [&](unsigned tensor) -> void * {
-      const dispatch::Buffer &b = d_.buffers[d_.storageOf(tensor)];
-      if (b.kind == BufferKind::Transient) {
-        return arena.data() + b.offset / 4;
-      }
-      return owned.at(b.tensor).data();
-    };
-    for (unsigned r = 0; r < d_.regions.size(); ++r) {
-      const dispatch::DispatchRegion &region = d_.regions[r];
-      std::vector<void *> ptrs;
-      std::vector<size_t> lengths;
-      for (const dispatch::Binding &b : region.bindings) {
-        ptrs.push_back(base(b.tensor));
-        lengths.push_back(d_.buffers[d_.storageOf(b.tensor)].byteSize);
-      }
-      osprey_dispatch_state_v1_t state = {};
-      state.workgroup_size_x = state.workgroup_size_y = state.workgroup_size_z =
-          1;
-      state.workgroup_count_x = region.workgroupCount[0];
-      state.workgroup_count_y = region.workgroupCount[1];
-      state.workgroup_count_z = region.workgroupCount[2];
-      state.max_concurrency = 1;
-      state.binding_count = ptrs.size();
-      state.binding_ptrs = ptrs.data();
-      state.binding_lengths = lengths.data();
-      osprey_workgroup_state_v1_t wg = {};
-      for (wg.workgroup_id_z = 0; wg.workgroup_id_z < state.workgroup_count_z;
-           ++wg.workgroup_id_z) {
-        for (wg.workgroup_id_y = 0; wg.workgroup_id_y < state.workgroup_count_y;
-             ++wg.workgroup_id_y) {
-          for (wg.workgroup_id_x = 0;
-               wg.workgroup_id_x < state.workgroup_count_x;
-               ++wg.workgroup_id_x) {
-            EXPECT_EQ(exe_->CallWorkgroup(r, &state, &wg), 0)
-                << "region " << region.name;
-          }
-        }
-      }
-    }
-    std::vector<std::vector<float>> outputs;
-    for (unsigned t : p.outputs) {
-      outputs.push_back(owned.at(d_.storageOf(t)));
-    }
-    return outputs;
-  }
-
-  // Number of write bindings of region |r|.
-  int writes(unsigned r) const {
-    int n = 0;
-    for (const dispatch::Binding &b : d_.regions[r].bindings) {
-      n += b.write;
-    }
-    return n;
-  }
-
-private:
-  dispatch::DispatchProgram d_;
-  std::vector<uint8_t> library_;
-  hal::local::loaders::elf::ElfLoader loader_;
-  ref_ptr<hal::local::LocalExecutable> exe_;
-};
-
-std::vector<float> uniform(size_t n, float lo, float hi, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float &x : v) {
-    x = dist(rng);
-  }
-  return v;
+  return n;
 }
 
 double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
@@ -173,8 +40,8 @@ void expectClose(const std::vector<float> &got, const std::vector<double> &want,
 // readers of the reshape), a per-channel scale and a residual: one region
 // with the product as root (odd sizes: 13 output channels, 7x7 pixels).
 TEST(ElementwiseFusionTest, ReshapedProductWithSiluScaleAndResidual) {
-  Module m;
-  absl::Status s = m.build(R"(
+  CompiledGraph m;
+  absl::Status s = m.compile(R"(
 graph @pw(%x: tensor<1x6x49xf32>, %w: tensor<13x6xf32>,
           %c: tensor<1x13x1x1xf32>, %r: tensor<1x13x7x7xf32>) {
   %shape = Constant() {value = dense<[1, 13, 7, 7]>} : tensor<4xi64>
@@ -192,10 +59,10 @@ graph @pw(%x: tensor<1x6x49xf32>, %w: tensor<13x6xf32>,
       << "product, SiLU, scale and residual in one region; the returned "
          "Relu in another";
   EXPECT_EQ(m.program().regions[0].ops.size(), 5u);
-  auto x = uniform(6 * 49, -2, 2, 1);
-  auto w = uniform(13 * 6, -1, 1, 2);
-  auto c = uniform(13, 0.5, 1.5, 3);
-  auto r = uniform(13 * 49, -3, 3, 4);
+  auto x = randomData(6 * 49, -2, 2, 1);
+  auto w = randomData(13 * 6, -1, 1, 2);
+  auto c = randomData(13, 0.5, 1.5, 3);
+  auto r = randomData(13 * 49, -3, 3, 4);
   std::vector<double> want(13 * 49);
   for (int o = 0; o < 13; ++o) {
     for (int j = 0; j < 49; ++j) {
@@ -213,8 +80,8 @@ graph @pw(%x: tensor<1x6x49xf32>, %w: tensor<13x6xf32>,
 // A value read inside its region (SiLU) and by another region (pooling) is
 // stored by its region besides the region's result.
 TEST(ElementwiseFusionTest, RegionStoresValueReadOutside) {
-  Module m;
-  absl::Status s = m.build(R"(
+  CompiledGraph m;
+  absl::Status s = m.compile(R"(
 graph @multi(%x: tensor<1x5x9x11xf32>) {
   %a = Tanh(%x) : tensor<1x5x9x11xf32>
   %g = Sigmoid(%a) : tensor<1x5x9x11xf32>
@@ -224,8 +91,8 @@ graph @multi(%x: tensor<1x5x9x11xf32>) {
 })");
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(m.program().regions.size(), 2u);
-  EXPECT_EQ(m.writes(0), 2) << "%a and %y";
-  auto x = uniform(5 * 99, -3, 3, 5);
+  EXPECT_EQ(writes(m, 0), 2) << "%a and %y";
+  auto x = randomData(5 * 99, -3, 3, 5);
   std::vector<double> y(5 * 99), p(5, 0);
   for (int c = 0; c < 5; ++c) {
     for (int i = 0; i < 99; ++i) {
@@ -244,8 +111,8 @@ graph @multi(%x: tensor<1x5x9x11xf32>) {
 // per-channel scale, which folds into the 1x1 projection's weights (81
 // output pixels).
 TEST(ElementwiseFusionTest, SqueezeExcitationScaleFoldsIntoProjection) {
-  Module m;
-  absl::Status s = m.build(R"(
+  CompiledGraph m;
+  absl::Status s = m.compile(R"(
 graph @se(%x: tensor<1x12x18x18xf32>, %dw: tensor<12x1x5x5xf32>,
           %db: tensor<12xf32>, %w1: tensor<3x12xf32>, %w2: tensor<12x3xf32>,
           %wp: tensor<7x12x1x1xf32>) {
@@ -278,12 +145,12 @@ graph @se(%x: tensor<1x12x18x18xf32>, %dw: tensor<12x1x5x5xf32>,
     }
   }
   EXPECT_EQ(projections, 1);
-  auto x = uniform(12 * 18 * 18, -2, 2, 6);
-  auto dw = uniform(12 * 25, -0.5, 0.5, 7);
-  auto db = uniform(12, -0.5, 0.5, 8);
-  auto w1 = uniform(3 * 12, -1, 1, 9);
-  auto w2 = uniform(12 * 3, -1, 1, 10);
-  auto wp = uniform(7 * 12, -1, 1, 11);
+  auto x = randomData(12 * 18 * 18, -2, 2, 6);
+  auto dw = randomData(12 * 25, -0.5, 0.5, 7);
+  auto db = randomData(12, -0.5, 0.5, 8);
+  auto w1 = randomData(3 * 12, -1, 1, 9);
+  auto w2 = randomData(12 * 3, -1, 1, 10);
+  auto wp = randomData(7 * 12, -1, 1, 11);
   std::vector<double> a(12 * 81), pool(12, 0);
   for (int c = 0; c < 12; ++c) {
     for (int i = 0; i < 9; ++i) {
@@ -333,8 +200,8 @@ graph @se(%x: tensor<1x12x18x18xf32>, %dw: tensor<12x1x5x5xf32>,
 // plane (7x7 = 49, 5x56x56 reduced per channel) and several channels per
 // workgroup; a padded read keeps the loops apart.
 TEST(ElementwiseFusionTest, CollapsedPlanesMatchReference) {
-  Module m;
-  absl::Status s = m.build(R"(
+  CompiledGraph m;
+  absl::Status s = m.compile(R"(
 graph @planes(%x: tensor<1x13x7x7xf32>, %s: tensor<1x13x1x1xf32>,
               %b: tensor<1x1x7x1xf32>, %u: tensor<1x5x56x56xf32>,
               %v: tensor<1x40x14x14xf32>, %t: tensor<1x40x1x1xf32>) {
@@ -351,10 +218,10 @@ graph @planes(%x: tensor<1x13x7x7xf32>, %s: tensor<1x13x1x1xf32>,
   ASSERT_TRUE(s.ok()) << s.message();
   const dispatch::DispatchRegion &last = m.program().regions.back();
   EXPECT_EQ(last.workgroupCount[2], 2) << "20 channels of 14x14 per workgroup";
-  auto x = uniform(13 * 49, -2, 2, 12);
-  auto sc = uniform(13, -1, 1, 13);
-  auto b = uniform(7, -1, 1, 14);
-  auto u = uniform(5 * 3136, -1, 1, 15);
+  auto x = randomData(13 * 49, -2, 2, 12);
+  auto sc = randomData(13, -1, 1, 13);
+  auto b = randomData(7, -1, 1, 14);
+  auto u = randomData(5 * 3136, -1, 1, 15);
   std::vector<double> z(13 * 49), p(5, 0), mx(13, -INFINITY), q(13 * 81, 0);
   for (int c = 0; c < 13; ++c) {
     for (int i = 0; i < 7; ++i) {
@@ -371,8 +238,8 @@ graph @planes(%x: tensor<1x13x7x7xf32>, %s: tensor<1x13x1x1xf32>,
       p[c] += u[c * 3136 + i] / 3136.0;
     }
   }
-  auto v = uniform(40 * 196, -2, 2, 16);
-  auto t = uniform(40, -2, 2, 17);
+  auto v = randomData(40 * 196, -2, 2, 16);
+  auto t = randomData(40, -2, 2, 17);
   std::vector<double> n(40 * 196);
   for (int i = 0; i < 40 * 196; ++i) {
     n[i] = double(v[i]) * t[i / 196];
@@ -390,8 +257,8 @@ graph @planes(%x: tensor<1x13x7x7xf32>, %s: tensor<1x13x1x1xf32>,
 // is a normal float above 2.4e-38; absolute error of sigmoid 1e-6; no NaN
 // for finite inputs.
 TEST(ElementwiseFusionTest, ExpAndSigmoidOverTheirRange) {
-  Module m;
-  absl::Status s = m.build(R"(
+  CompiledGraph m;
+  absl::Status s = m.compile(R"(
 graph @range(%x: tensor<2001xf32>) {
   %e = Exp(%x) : tensor<2001xf32>
   %s = Sigmoid(%x) : tensor<2001xf32>

@@ -3,38 +3,24 @@
 // path vectorizes along output channels. Runs the compiled libraries on
 // this machine (host AVX-512 and x86_64 AVX2 code) against references
 // computed here.
+#include <algorithm>
 #include <cmath>
-#include <map>
-#include <random>
+#include <string>
 
-#include "compiler/dispatch/dispatch_ir.h"
-#include "compiler/graph/ir_text.h"
-#include "compiler/structured/fusion.h"
-#include "compiler/structured/lower_graph.h"
-#include "compiler/targets/llvm_cpu/library.h"
+#include "compiler/targets/llvm_cpu/testing/compiled_graph.h"
 #include "gtest/gtest.h"
-#include "hal/local/loaders/elf/elf_loader.h"
-#include "llvm/Support/CommandLine.h"
 
 namespace osprey::compiler::llvm_cpu {
 namespace {
 
-using dispatch::BufferKind;
+using testing::CompiledGraph;
+using testing::CompileOptions;
+using testing::randomData;
 
 struct ConvCase {
   int ci, h, co, k, stride, pad;
   int oh() const { return (h + 2 * pad - k) / stride + 1; }
 };
-
-std::vector<float> randomData(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<float> v(n);
-  for (float &x : v) {
-    x = dist(rng);
-  }
-  return v;
-}
 
 std::string denseText(const std::vector<float> &v) {
   std::string s = "dense<[";
@@ -109,90 +95,31 @@ void checkConv(const ConvCase &t, const char *target,
   auto x = randomData(t.ci * t.h * t.h, 1);
   auto w = randomData(t.co * t.ci * t.k * t.k, 2);
   auto b = randomData(t.co, 3);
-  auto graph = graph::parseGraph(convGraph(t, w, b), "test");
-  ASSERT_TRUE(graph.ok()) << graph.status().message();
-  auto program = structured::lowerToStructured(**graph);
-  ASSERT_TRUE(program.ok()) << program.status().message();
-  ASSERT_TRUE(structured::fuseAndTile(*program).ok());
-  auto d = dispatch::formDispatchRegions(std::move(*program));
-  ASSERT_TRUE(d.ok()) << d.status().message();
-  ASSERT_TRUE(dispatch::planMemory(*d).ok());
-  ASSERT_EQ(d->regions.size(), 1u) << "bias and relu are fused";
+  CompiledGraph c;
+  CompileOptions options;
+  options.target = target;
+  options.boolOptions = {{"osprey-gemm-column-panels", columnPanels}};
+  absl::Status s = c.compile(convGraph(t, w, b), options);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const dispatch::DispatchProgram &d = c.program();
+  ASSERT_EQ(d.regions.size(), 1u) << "bias and relu are fused";
   bool transposed = false;
-  for (const auto &info : d->program.tensors) {
+  for (const auto &info : d.program.tensors) {
     transposed |= llvm::StringRef(info.name).ends_with("_kxm");
   }
   EXPECT_TRUE(transposed) << "the weights have a transposed copy";
-  auto cpu = resolveCpuTarget(target);
-  ASSERT_TRUE(cpu.ok());
-  // Linking resets LLVM's options to their defaults, so set it every time.
-  auto *panels = static_cast<llvm::cl::opt<bool> *>(
-      llvm::cl::getRegisteredOptions().lookup("osprey-gemm-column-panels"));
-  ASSERT_NE(panels, nullptr);
-  panels->setValue(columnPanels);
-  std::string ir;
-  LibraryOptions options;
-  options.name = "test";
-  options.llvmIr = &ir;
-  auto bytes = buildExecutableLibrary(*d, *cpu, options);
-  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
-  EXPECT_EQ(ir.find("call fastcc void @osprey_gemmt_") != std::string::npos,
+  EXPECT_EQ(c.ir().find("call fastcc void @osprey_gemmt_") != std::string::npos,
             columnPanels)
       << "the transposed kernel runs";
-  EXPECT_EQ(ir.find("call fastcc void @osprey_gemm_") != std::string::npos,
+  EXPECT_EQ(c.ir().find("call fastcc void @osprey_gemm_") != std::string::npos,
             !columnPanels)
       << "the kernel along pixels runs";
-  hal::local::loaders::elf::ElfLoader loader;
-  hal::ExecutableParams params;
-  params.format = cpu->elfFormat.c_str();
-  params.data = *bytes;
-  auto exe = loader.Load(params, hal::local::ImportTable{},
-                         osprey::Allocator::Default());
-  ASSERT_TRUE(exe.ok());
-
-  const auto &p = d->program;
-  std::map<unsigned, std::vector<float>> storage;
-  storage[p.inputs[0]] = x;
-  for (const dispatch::Buffer &buf : d->buffers) {
-    if (buf.kind == BufferKind::Output) {
-      storage[buf.tensor].assign(buf.byteSize / 4, NAN);
-    } else if (buf.kind == BufferKind::Constant) {
-      llvm::ArrayRef<uint8_t> raw = p.tensors[buf.tensor].constant->bytes();
-      std::vector<float> v(raw.size() / 4);
-      memcpy(v.data(), raw.data(), raw.size());
-      storage[buf.tensor] = v;
-    }
+  for (const dispatch::Binding &binding : d.regions[0].bindings) {
+    ASSERT_NE(d.buffers[d.storageOf(binding.tensor)].kind,
+              dispatch::BufferKind::Transient)
+        << "no transients in one region";
   }
-  const dispatch::DispatchRegion &region = d->regions[0];
-  std::vector<void *> ptrs;
-  std::vector<size_t> lengths;
-  for (const dispatch::Binding &binding : region.bindings) {
-    unsigned s = d->storageOf(binding.tensor);
-    ASSERT_TRUE(storage.count(s)) << "no transients in one region";
-    ptrs.push_back(storage[s].data());
-    lengths.push_back(d->buffers[s].byteSize);
-  }
-  osprey_dispatch_state_v1_t state = {};
-  state.workgroup_size_x = state.workgroup_size_y = state.workgroup_size_z = 1;
-  state.workgroup_count_x = region.workgroupCount[0];
-  state.workgroup_count_y = region.workgroupCount[1];
-  state.workgroup_count_z = region.workgroupCount[2];
-  state.max_concurrency = 1;
-  state.binding_count = ptrs.size();
-  state.binding_ptrs = ptrs.data();
-  state.binding_lengths = lengths.data();
-  for (uint32_t z = 0; z < state.workgroup_count_z; ++z) {
-    for (uint32_t yy = 0; yy < state.workgroup_count_y; ++yy) {
-      for (uint32_t xx = 0; xx < state.workgroup_count_x; ++xx) {
-        osprey_workgroup_state_v1_t wg = {};
-        wg.workgroup_id_x = xx;
-        wg.workgroup_id_y = yy;
-        wg.workgroup_id_z = z;
-        ASSERT_EQ((*exe)->CallWorkgroup(0, &state, &wg), 0);
-      }
-    }
-  }
-  std::vector<float> got = storage.at(d->storageOf(p.outputs[0]));
+  std::vector<float> got = c.run({x})[0];
   std::vector<double> magnitude;
   std::vector<float> want = reference(t, x, w, b, magnitude);
   ASSERT_EQ(got.size(), want.size());

@@ -3,169 +3,19 @@
 // computed here.
 #include <cmath>
 #include <map>
-#include <random>
 
-#include "compiler/dispatch/dispatch_ir.h"
-#include "compiler/graph/ir_text.h"
-#include "compiler/structured/fusion.h"
-#include "compiler/structured/lower_graph.h"
 #include "compiler/targets/llvm_cpu/library.h"
+#include "compiler/targets/llvm_cpu/testing/compiled_graph.h"
 #include "gtest/gtest.h"
 #include "hal/local/loaders/elf/elf_loader.h"
-#include "llvm/Support/CommandLine.h"
 
 namespace osprey::compiler::llvm_cpu {
 namespace {
 
-using dispatch::BufferKind;
-using dispatch::DispatchProgram;
-
-std::string statusText(const osprey::Status &s) {
-  char buf[512];
-  s.ToString(buf, sizeof(buf));
-  return buf;
-}
-
-// A compiled graph plus an executor that runs its dispatches in order with
-// transients placed in one arena at their planned offsets.
-class Compiled {
-public:
-  absl::Status compile(llvm::StringRef text) {
-    auto graph = graph::parseGraph(text, "test");
-    if (!graph.ok()) {
-      return graph.status();
-    }
-    auto program = structured::lowerToStructured(**graph);
-    if (!program.ok()) {
-      return program.status();
-    }
-    if (absl::Status s = structured::fuseAndTile(*program); !s.ok()) {
-      return s;
-    }
-    auto d = dispatch::formDispatchRegions(std::move(*program));
-    if (!d.ok()) {
-      return d.status();
-    }
-    program_ = std::move(*d);
-    if (absl::Status s = dispatch::planMemory(program_); !s.ok()) {
-      return s;
-    }
-    auto target = resolveCpuTarget("host");
-    if (!target.ok()) {
-      return target.status();
-    }
-    auto bytes = buildExecutableLibrary(program_, *target, {"test"});
-    if (!bytes.ok()) {
-      return bytes.status();
-    }
-    bytes_ = std::move(*bytes);
-    hal::ExecutableParams params;
-    params.format = target->elfFormat.c_str();
-    params.data = bytes_;
-    auto exe = loader_.Load(params, hal::local::ImportTable{},
-                            osprey::Allocator::Default());
-    if (!exe.ok()) {
-      return absl::InternalError("loading failed: " +
-                                 statusText(exe.status()));
-    }
-    executable_ = std::move(*exe);
-    return absl::OkStatus();
-  }
-
-  const DispatchProgram &program() const { return program_; }
-  const hal::local::LocalExecutable &executable() const {
-    return *executable_;
-  }
-
-  unsigned tensor(llvm::StringRef name) const {
-    for (unsigned t = 0; t < program_.program.tensors.size(); ++t) {
-      if (program_.program.tensors[t].name == name) {
-        return t;
-      }
-    }
-    ADD_FAILURE() << "no tensor " << name.str();
-    return 0;
-  }
-
-  // Runs all dispatches; |inputs| in graph input order. Returns outputs.
-  std::vector<std::vector<float>>
-  run(const std::vector<std::vector<float>> &inputs) {
-    const auto &p = program_.program;
-    std::vector<float> arena(program_.arenaSize / 4 + 1);
-    std::map<unsigned, std::vector<float>> storage;
-    for (unsigned i = 0; i < p.inputs.size(); ++i) {
-      storage[p.inputs[i]] = inputs[i];
-    }
-    for (const dispatch::Buffer &b : program_.buffers) {
-      if (b.kind == BufferKind::Output) {
-        storage[b.tensor].assign(b.byteSize / 4, NAN);
-      } else if (b.kind == BufferKind::Constant) {
-        llvm::ArrayRef<uint8_t> raw = p.tensors[b.tensor].constant->bytes();
-        std::vector<float> v(raw.size() / 4);
-        memcpy(v.data(), raw.data(), raw.size());
-        storage[b.tensor] = v;
-      }
-    }
-    auto pointer = [&](unsigned t) -> float * {
-      const dispatch::Buffer &b = program_.buffers[program_.storageOf(t)];
-      if (b.kind == BufferKind::Transient) {
-        return arena.data() + b.offset / 4;
-      }
-      return storage.at(b.tensor).data();
-    };
-    for (unsigned r = 0; r < program_.regions.size(); ++r) {
-      const dispatch::DispatchRegion &region = program_.regions[r];
-      std::vector<void *> ptrs;
-      std::vector<size_t> lengths;
-      for (const dispatch::Binding &b : region.bindings) {
-        ptrs.push_back(pointer(b.tensor));
-        lengths.push_back(program_.buffers[b.tensor].byteSize);
-      }
-      osprey_dispatch_state_v1_t state = {};
-      state.workgroup_size_x = state.workgroup_size_y =
-          state.workgroup_size_z = 1;
-      state.workgroup_count_x = region.workgroupCount[0];
-      state.workgroup_count_y = region.workgroupCount[1];
-      state.workgroup_count_z = region.workgroupCount[2];
-      state.max_concurrency = 1;
-      state.binding_count = ptrs.size();
-      state.binding_ptrs = ptrs.data();
-      state.binding_lengths = lengths.data();
-      for (uint32_t z = 0; z < state.workgroup_count_z; ++z) {
-        for (uint32_t y = 0; y < state.workgroup_count_y; ++y) {
-          for (uint32_t x = 0; x < state.workgroup_count_x; ++x) {
-            osprey_workgroup_state_v1_t wg = {};
-            wg.workgroup_id_x = x;
-            wg.workgroup_id_y = y;
-            wg.workgroup_id_z = z;
-            EXPECT_EQ(executable_->CallWorkgroup(r, &state, &wg), 0);
-          }
-        }
-      }
-    }
-    std::vector<std::vector<float>> outputs;
-    for (unsigned t : p.outputs) {
-      outputs.push_back(storage.at(program_.storageOf(t)));
-    }
-    return outputs;
-  }
-
-private:
-  DispatchProgram program_;
-  std::vector<uint8_t> bytes_;
-  hal::local::loaders::elf::ElfLoader loader_;
-  ref_ptr<hal::local::LocalExecutable> executable_;
-};
-
-std::vector<float> randomData(size_t n, float lo, float hi, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float &x : v) {
-    x = dist(rng);
-  }
-  return v;
-}
+using testing::CompiledGraph;
+using testing::CompileOptions;
+using testing::randomData;
+using testing::statusText;
 
 void expectNear(const std::vector<float> &got, const std::vector<float> &want,
                 float tolerance) {
@@ -177,7 +27,7 @@ void expectNear(const std::vector<float> &got, const std::vector<float> &want,
 }
 
 TEST(LlvmCpuTest, LibraryExportsOneFunctionPerRegion) {
-  Compiled c;
+  CompiledGraph c;
   ASSERT_TRUE(c.compile(R"(
 graph @two(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) {
   %a = MatMul(%x, %w) : tensor<4x4xf32>
@@ -193,7 +43,7 @@ graph @two(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) {
 }
 
 TEST(LlvmCpuTest, GemmBiasReluMatchesReference) {
-  Compiled c;
+  CompiledGraph c;
   absl::Status s = c.compile(R"(
 graph @fc(%x: tensor<5x24xf32>, %w: tensor<24x19xf32>, %b: tensor<19xf32>) {
   %y = Gemm(%x, %w, %b) : tensor<5x19xf32> loc("fc")
@@ -222,7 +72,7 @@ graph @fc(%x: tensor<5x24xf32>, %w: tensor<24x19xf32>, %b: tensor<19xf32>) {
 // with partial row blocks (80 rows, blocks of 6) and a narrow last column
 // chunk (200 columns, chunks of 16).
 TEST(LlvmCpuTest, PackedMatmulOverSeveralWorkgroups) {
-  Compiled c;
+  CompiledGraph c;
   absl::Status s = c.compile(R"(
 graph @mm(%a: tensor<160x40xf32>, %b: tensor<40x400xf32>) {
   %y = MatMul(%a, %b) : tensor<160x400xf32>
@@ -305,7 +155,7 @@ std::vector<float> referenceConvRelu(const ConvCase &t,
 }
 
 void checkConv(const ConvCase &t, bool severalWorkgroups) {
-  Compiled c;
+  CompiledGraph c;
   absl::Status s = c.compile(convGraph(t));
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(c.program().regions.size(), 1u) << "bias and relu are fused";
@@ -345,21 +195,13 @@ TEST(LlvmCpuTest, ConvOddShapesMatchReference) {
 // microkernel, by region name, from the optimized LLVM IR for x86_64.
 std::map<std::string, bool> regionsCallingMicrokernels(llvm::StringRef text) {
   std::map<std::string, bool> calls;
-  auto graph = graph::parseGraph(text, "test");
-  EXPECT_TRUE(graph.ok());
-  auto program = structured::lowerToStructured(**graph);
-  EXPECT_TRUE(program.ok());
-  EXPECT_TRUE(structured::fuseAndTile(*program).ok());
-  auto d = dispatch::formDispatchRegions(std::move(*program));
-  EXPECT_TRUE(d.ok());
-  EXPECT_TRUE(dispatch::planMemory(*d).ok());
-  auto target = resolveCpuTarget("x86_64");
-  EXPECT_TRUE(target.ok());
-  std::string ir;
-  LibraryOptions options;
-  options.name = "test";
-  options.llvmIr = &ir;
-  EXPECT_TRUE(buildExecutableLibrary(*d, *target, options).ok());
+  CompiledGraph c;
+  CompileOptions options;
+  options.target = "x86_64";
+  options.load = false;
+  absl::Status s = c.compile(text, options);
+  EXPECT_TRUE(s.ok()) << s.message();
+  const std::string &ir = c.ir();
   std::string current;
   llvm::SmallVector<llvm::StringRef> lines;
   llvm::StringRef(ir).split(lines, '\n');
@@ -400,14 +242,9 @@ graph @mix(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>, %v: tensor<2x32xf32>) {
 // With a small stack budget (as on embedded targets) a tile runs in
 // sub-tiles of its outer pixel loop: here single rows of 17 pixels.
 TEST(LlvmCpuTest, PackedConvInSubTilesMatchesReference) {
-  auto &options = llvm::cl::getRegisteredOptions();
-  auto *limit = static_cast<llvm::cl::opt<unsigned> *>(
-      options.lookup("osprey-gemm-max-scratch"));
-  ASSERT_NE(limit, nullptr);
-  limit->setValue(8192);
+  testing::ScopedOption limit("osprey-gemm-max-scratch", 8192);
   checkConv({3, 33, 33, 16, 3, 2, 1, 1, 1}, true);
   checkConv({5, 13, 13, 7, 3, 1, 2, 2, 1}, false);
-  limit->setValue(0);
 }
 
 // Depthwise convolutions (one channel per group) have no matrix product to
@@ -424,7 +261,7 @@ TEST(LlvmCpuTest, DepthwiseConvMatchesReference) {
 }
 
 TEST(LlvmCpuTest, InlineMathMatchesLibm) {
-  Compiled c;
+  CompiledGraph c;
   absl::Status s = c.compile(R"(
 graph @math(%x: tensor<5x16x130xf32>) {
   %e = Exp(%x) : tensor<5x16x130xf32>
@@ -461,7 +298,7 @@ graph @math(%x: tensor<5x16x130xf32>) {
 }
 
 TEST(LlvmCpuTest, SoftmaxAcrossRegionsSharesTheArena) {
-  Compiled c;
+  CompiledGraph c;
   absl::Status s = c.compile(R"(
 graph @softmax(%x: tensor<4x33xf32>) {
   %y = Softmax(%x) {axis = -1} : tensor<4x33xf32> loc("sm")
@@ -487,7 +324,7 @@ graph @softmax(%x: tensor<4x33xf32>) {
 }
 
 TEST(LlvmCpuTest, PaddedMaxPoolUsesNegativeInfinity) {
-  Compiled c;
+  CompiledGraph c;
   absl::Status s = c.compile(R"(
 graph @pool(%x: tensor<1x1x4x4xf32>) {
   %y = MaxPool(%x) {kernel_shape = [3, 3], pads = [1, 1, 1, 1], strides = [1, 1]} : tensor<1x1x4x4xf32>
@@ -511,7 +348,7 @@ graph @pool(%x: tensor<1x1x4x4xf32>) {
 }
 
 TEST(LlvmCpuTest, ConstantsAreEmbeddedNotBound) {
-  Compiled c;
+  CompiledGraph c;
   absl::Status s = c.compile(R"(
 graph @weights(%x: tensor<1x2xf32>) {
   %w = Constant() {value = dense<[1.0, 2.0, 3.0, 4.0]>} : tensor<2x2xf32>
@@ -527,20 +364,13 @@ graph @weights(%x: tensor<1x2xf32>) {
 // loader must accept them: machine, relocations, segment permissions and the
 // query symbol.
 TEST(LlvmCpuTest, EmbeddedLibrariesPassTheLoaderChecks) {
-  auto graph = graph::parseGraph(R"(
+  auto d = testing::lowerGraphText(R"(
 graph @emb(%x: tensor<2x8xf32>, %w: tensor<8x3xf32>) {
   %y = MatMul(%x, %w) : tensor<2x3xf32>
   %z = Tanh(%y) : tensor<2x3xf32>
   return %z
-})",
-                                 "test");
-  ASSERT_TRUE(graph.ok()) << graph.status().message();
-  auto program = structured::lowerToStructured(**graph);
-  ASSERT_TRUE(program.ok());
-  ASSERT_TRUE(structured::fuseAndTile(*program).ok());
-  auto d = dispatch::formDispatchRegions(std::move(*program));
-  ASSERT_TRUE(d.ok());
-  ASSERT_TRUE(dispatch::planMemory(*d).ok());
+})");
+  ASSERT_TRUE(d.ok()) << d.status().message();
   using hal::local::loaders::elf::ElfImage;
   using hal::local::loaders::elf::ElfMachine;
   const std::pair<const char *, ElfMachine> kTargets[] = {
@@ -564,7 +394,7 @@ graph @emb(%x: tensor<2x8xf32>, %w: tensor<8x3xf32>) {
 }
 
 TEST(LlvmCpuTest, HalfFloatElementTypesAreUnimplemented) {
-  Compiled c;
+  CompiledGraph c;
   absl::Status s = c.compile(R"(
 graph @halves(%x: tensor<4xf16>, %y: tensor<4xf16>) {
   %z = Add(%x, %y) : tensor<4xf16> loc("add_f16")
@@ -580,7 +410,7 @@ graph @halves(%x: tensor<4xf16>, %y: tensor<4xf16>) {
 
 TEST(LlvmCpuTest, IntegerArithmeticOnFloatConstantIsUnimplemented) {
   // LeakyRelu's slope 0.01 has no integer value: rejected, never rounded.
-  Compiled c;
+  CompiledGraph c;
   absl::Status s = c.compile(R"(
 graph @ints(%x: tensor<4xi32>) {
   %z = LeakyRelu(%x) {alpha = 0.01} : tensor<4xi32> loc("leaky_i32")

@@ -3,168 +3,19 @@
 // keeping the even elements (packed_gemm.cpp, packStride2Interior). Covers
 // row interiors shorter than, equal to and longer than a vector, 1x1, 3x3
 // and 7x7 windows, with AVX-512 (host) and AVX2 (x86_64) vector widths.
+#include <algorithm>
 #include <cmath>
-#include <map>
-#include <random>
 #include <string>
 
-#include "compiler/dispatch/dispatch_ir.h"
-#include "compiler/graph/ir_text.h"
-#include "compiler/structured/fusion.h"
-#include "compiler/structured/lower_graph.h"
-#include "compiler/targets/llvm_cpu/library.h"
-#include "hal/local/loaders/elf/elf_loader.h"
+#include "compiler/targets/llvm_cpu/testing/compiled_graph.h"
 #include "gtest/gtest.h"
 
 namespace osprey::compiler::llvm_cpu {
 namespace {
 
-using dispatch::BufferKind;
-using dispatch::DispatchProgram;
-
-std::string statusText(const osprey::Status &s) {
-  char buf[512];
-  s.ToString(buf, sizeof(buf));
-  return buf;
-}
-
-// A compiled graph plus an executor that runs its dispatches in order with
-// transients placed in one arena at their planned offsets.
-class Compiled {
-public:
-  absl::Status compile(llvm::StringRef text, const char *targetName) {
-    auto graph = graph::parseGraph(text, "test");
-    if (!graph.ok()) {
-      return graph.status();
-    }
-    auto program = structured::lowerToStructured(**graph);
-    if (!program.ok()) {
-      return program.status();
-    }
-    if (absl::Status s = structured::fuseAndTile(*program); !s.ok()) {
-      return s;
-    }
-    auto d = dispatch::formDispatchRegions(std::move(*program));
-    if (!d.ok()) {
-      return d.status();
-    }
-    program_ = std::move(*d);
-    if (absl::Status s = dispatch::planMemory(program_); !s.ok()) {
-      return s;
-    }
-    auto target = resolveCpuTarget(targetName);
-    if (!target.ok()) {
-      return target.status();
-    }
-    auto bytes = buildExecutableLibrary(program_, *target, {"test"});
-    if (!bytes.ok()) {
-      return bytes.status();
-    }
-    bytes_ = std::move(*bytes);
-    hal::ExecutableParams params;
-    params.format = target->elfFormat.c_str();
-    params.data = bytes_;
-    auto exe = loader_.Load(params, hal::local::ImportTable{},
-                            osprey::Allocator::Default());
-    if (!exe.ok()) {
-      return absl::InternalError("loading failed: " + statusText(exe.status()));
-    }
-    executable_ = std::move(*exe);
-    return absl::OkStatus();
-  }
-
-  const DispatchProgram &program() const { return program_; }
-  const hal::local::LocalExecutable &executable() const { return *executable_; }
-
-  unsigned tensor(llvm::StringRef name) const {
-    for (unsigned t = 0; t < program_.program.tensors.size(); ++t) {
-      if (program_.program.tensors[t].name == name) {
-        return t;
-      }
-    }
-    ADD_FAILURE() << "no tensor " << name.str();
-    return 0;
-  }
-
-  // Runs all dispatches; |inputs| in graph input order. Returns outputs.
-  std::vector<std::vector<float>>
-  run(const std::vector<std::vector<float>> &inputs) {
-    const auto &p = program_.program;
-    std::vector<float> arena(program_.arenaSize / 4 + 1);
-    std::map<unsigned, std::vector<float>> storage;
-    for (unsigned i = 0; i < p.inputs.size(); ++i) {
-      storage[p.inputs[i]] = inputs[i];
-    }
-    for (const dispatch::Buffer &b : program_.buffers) {
-      if (b.kind == BufferKind::Output) {
-        storage[b.tensor].assign(b.byteSize / 4, NAN);
-      } else if (b.kind == BufferKind::Constant) {
-        llvm::ArrayRef<uint8_t> raw = p.tensors[b.tensor].constant->bytes();
-        std::vector<float> v(raw.size() / 4);
-        memcpy(v.data(), raw.data(), raw.size());
-        storage[b.tensor] = v;
-      }
-    }
-    auto pointer = [&](unsigned t) -> float * {
-      const dispatch::Buffer &b = program_.buffers[program_.storageOf(t)];
-      if (b.kind == BufferKind::Transient) {
-        return arena.data() + b.offset / 4;
-      }
-      return storage.at(b.tensor).data();
-    };
-    for (unsigned r = 0; r < program_.regions.size(); ++r) {
-      const dispatch::DispatchRegion &region = program_.regions[r];
-      std::vector<void *> ptrs;
-      std::vector<size_t> lengths;
-      for (const dispatch::Binding &b : region.bindings) {
-        ptrs.push_back(pointer(b.tensor));
-        lengths.push_back(program_.buffers[b.tensor].byteSize);
-      }
-      osprey_dispatch_state_v1_t state = {};
-      state.workgroup_size_x = state.workgroup_size_y = state.workgroup_size_z =
-          1;
-      state.workgroup_count_x = region.workgroupCount[0];
-      state.workgroup_count_y = region.workgroupCount[1];
-      state.workgroup_count_z = region.workgroupCount[2];
-      state.max_concurrency = 1;
-      state.binding_count = ptrs.size();
-      state.binding_ptrs = ptrs.data();
-      state.binding_lengths = lengths.data();
-      for (uint32_t z = 0; z < state.workgroup_count_z; ++z) {
-        for (uint32_t y = 0; y < state.workgroup_count_y; ++y) {
-          for (uint32_t x = 0; x < state.workgroup_count_x; ++x) {
-            osprey_workgroup_state_v1_t wg = {};
-            wg.workgroup_id_x = x;
-            wg.workgroup_id_y = y;
-            wg.workgroup_id_z = z;
-            EXPECT_EQ(executable_->CallWorkgroup(r, &state, &wg), 0);
-          }
-        }
-      }
-    }
-    std::vector<std::vector<float>> outputs;
-    for (unsigned t : p.outputs) {
-      outputs.push_back(storage.at(program_.storageOf(t)));
-    }
-    return outputs;
-  }
-
-private:
-  DispatchProgram program_;
-  std::vector<uint8_t> bytes_;
-  hal::local::loaders::elf::ElfLoader loader_;
-  ref_ptr<hal::local::LocalExecutable> executable_;
-};
-
-std::vector<float> randomData(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<float> v(n);
-  for (float &x : v) {
-    x = dist(rng);
-  }
-  return v;
-}
+using testing::CompiledGraph;
+using testing::CompileOptions;
+using testing::randomData;
 
 // A batch-1 square-kernel convolution plus ReLU with equal padding.
 struct Case {
@@ -216,7 +67,7 @@ std::vector<float> reference(const Case &t, const std::vector<float> &x,
 
 void check(const Case &t, const char *target) {
   SCOPED_TRACE(graphOf(t) + " on " + target);
-  Compiled c;
+  CompiledGraph c;
   absl::Status s = c.compile(graphOf(t), target);
   ASSERT_TRUE(s.ok()) << s.message();
   auto x = randomData(t.ci * t.h * t.w, 1);
@@ -259,22 +110,13 @@ TEST(PackedGemmStride2Test, MatchesReferenceWithAvx2) {
 // The packing of a stride-2 row reads pairs of vectors and keeps the even
 // lanes instead of gathering: for AVX2 (8 lanes) a <16 x float> shuffle.
 TEST(PackedGemmStride2Test, Avx2PackingUsesEvenLaneShuffles) {
-  auto graph = graph::parseGraph(graphOf({3, 66, 66, 8, 3, 2, 1}), "test");
-  ASSERT_TRUE(graph.ok());
-  auto program = structured::lowerToStructured(**graph);
-  ASSERT_TRUE(program.ok());
-  ASSERT_TRUE(structured::fuseAndTile(*program).ok());
-  auto d = dispatch::formDispatchRegions(std::move(*program));
-  ASSERT_TRUE(d.ok());
-  ASSERT_TRUE(dispatch::planMemory(*d).ok());
-  auto target = resolveCpuTarget("x86_64");
-  ASSERT_TRUE(target.ok());
-  std::string ir;
-  LibraryOptions options;
-  options.name = "test";
-  options.llvmIr = &ir;
-  ASSERT_TRUE(buildExecutableLibrary(*d, *target, options).ok());
-  EXPECT_NE(ir.find("shufflevector <16 x float>"), std::string::npos)
+  CompiledGraph c;
+  CompileOptions options;
+  options.target = "x86_64";
+  options.load = false;
+  absl::Status s = c.compile(graphOf({3, 66, 66, 8, 3, 2, 1}), options);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_NE(c.ir().find("shufflevector <16 x float>"), std::string::npos)
       << "no even-lane shuffle in the x86_64 library";
 }
 

@@ -1,157 +1,21 @@
 // Runs max pools compiled through the row-interior vector path
 // (pool_window.h) on AVX-512 (host, when the CPU has it) and AVX2 (x86_64)
 // against references computed here, and checks which pools take the path.
+#include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <initializer_list>
 #include <limits>
-#include <map>
-#include <random>
+#include <string>
 
-#include "compiler/dispatch/dispatch_ir.h"
-#include "compiler/graph/ir_text.h"
-#include "compiler/structured/fusion.h"
-#include "compiler/structured/lower_graph.h"
-#include "compiler/targets/llvm_cpu/library.h"
-#include "hal/local/loaders/elf/elf_loader.h"
+#include "compiler/targets/llvm_cpu/testing/compiled_graph.h"
 #include "gtest/gtest.h"
 
 namespace osprey::compiler::llvm_cpu {
 namespace {
 
-using dispatch::BufferKind;
-using dispatch::DispatchProgram;
-
-// A graph compiled for |target| and run dispatch by dispatch, transients at
-// their planned arena offsets.
-class Compiled {
-public:
-  absl::Status compile(const std::string &text, const char *target) {
-    auto graph = graph::parseGraph(text, "test");
-    if (!graph.ok()) {
-      return graph.status();
-    }
-    auto program = structured::lowerToStructured(**graph);
-    if (!program.ok()) {
-      return program.status();
-    }
-    if (absl::Status s = structured::fuseAndTile(*program); !s.ok()) {
-      return s;
-    }
-    auto d = dispatch::formDispatchRegions(std::move(*program));
-    if (!d.ok()) {
-      return d.status();
-    }
-    program_ = std::move(*d);
-    if (absl::Status s = dispatch::planMemory(program_); !s.ok()) {
-      return s;
-    }
-    auto cpu = resolveCpuTarget(target);
-    if (!cpu.ok()) {
-      return cpu.status();
-    }
-    LibraryOptions options;
-    options.name = "test";
-    options.llvmIr = &ir_;
-    auto bytes = buildExecutableLibrary(program_, *cpu, options);
-    if (!bytes.ok()) {
-      return bytes.status();
-    }
-    bytes_ = std::move(*bytes);
-    hal::ExecutableParams params;
-    params.format = cpu->elfFormat.c_str();
-    params.data = bytes_;
-    auto exe = loader_.Load(params, hal::local::ImportTable{},
-                            osprey::Allocator::Default());
-    if (!exe.ok()) {
-      return absl::InternalError("loading the library failed");
-    }
-    executable_ = std::move(*exe);
-    return absl::OkStatus();
-  }
-
-  const DispatchProgram &program() const { return program_; }
-  // Optimized LLVM IR of the library.
-  const std::string &ir() const { return ir_; }
-
-  std::vector<std::vector<float>>
-  run(const std::vector<std::vector<float>> &inputs) {
-    const auto &p = program_.program;
-    std::vector<float> arena(program_.arenaSize / 4 + 1);
-    std::map<unsigned, std::vector<float>> storage;
-    for (unsigned i = 0; i < p.inputs.size(); ++i) {
-      storage[p.inputs[i]] = inputs[i];
-    }
-    for (const dispatch::Buffer &b : program_.buffers) {
-      if (b.kind == BufferKind::Output) {
-        storage[b.tensor].assign(b.byteSize / 4, NAN);
-      } else if (b.kind == BufferKind::Constant) {
-        llvm::ArrayRef<uint8_t> raw = p.tensors[b.tensor].constant->bytes();
-        std::vector<float> v(raw.size() / 4);
-        memcpy(v.data(), raw.data(), raw.size());
-        storage[b.tensor] = v;
-      }
-    }
-    auto pointer = [&](unsigned t) -> float * {
-      const dispatch::Buffer &b = program_.buffers[program_.storageOf(t)];
-      if (b.kind == BufferKind::Transient) {
-        return arena.data() + b.offset / 4;
-      }
-      return storage.at(b.tensor).data();
-    };
-    for (unsigned r = 0; r < program_.regions.size(); ++r) {
-      const dispatch::DispatchRegion &region = program_.regions[r];
-      std::vector<void *> ptrs;
-      std::vector<size_t> lengths;
-      for (const dispatch::Binding &b : region.bindings) {
-        ptrs.push_back(pointer(b.tensor));
-        lengths.push_back(program_.buffers[b.tensor].byteSize);
-      }
-      osprey_dispatch_state_v1_t state = {};
-      state.workgroup_size_x = state.workgroup_size_y = state.workgroup_size_z =
-          1;
-      state.workgroup_count_x = region.workgroupCount[0];
-      state.workgroup_count_y = region.workgroupCount[1];
-      state.workgroup_count_z = region.workgroupCount[2];
-      state.max_concurrency = 1;
-      state.binding_count = ptrs.size();
-      state.binding_ptrs = ptrs.data();
-      state.binding_lengths = lengths.data();
-      for (uint32_t z = 0; z < state.workgroup_count_z; ++z) {
-        for (uint32_t y = 0; y < state.workgroup_count_y; ++y) {
-          for (uint32_t x = 0; x < state.workgroup_count_x; ++x) {
-            osprey_workgroup_state_v1_t wg = {};
-            wg.workgroup_id_x = x;
-            wg.workgroup_id_y = y;
-            wg.workgroup_id_z = z;
-            EXPECT_EQ(executable_->CallWorkgroup(r, &state, &wg), 0);
-          }
-        }
-      }
-    }
-    std::vector<std::vector<float>> outputs;
-    for (unsigned t : p.outputs) {
-      outputs.push_back(storage.at(program_.storageOf(t)));
-    }
-    return outputs;
-  }
-
-private:
-  DispatchProgram program_;
-  std::string ir_;
-  std::vector<uint8_t> bytes_;
-  hal::local::loaders::elf::ElfLoader loader_;
-  ref_ptr<hal::local::LocalExecutable> executable_;
-};
-
-std::vector<float> randomData(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<float> v(n);
-  for (float &x : v) {
-    x = dist(rng);
-  }
-  return v;
-}
+using testing::CompiledGraph;
+using testing::CompileOptions;
+using testing::randomData;
 
 // A max pool (batch 1) with per-axis geometry.
 struct Pool {
@@ -241,7 +105,7 @@ std::vector<float> reference(const Pool &t, const std::string &epilogue,
 // exactly (max selects one of its inputs).
 void check(const Pool &t, const char *target, const std::string &epilogue) {
   SCOPED_TRACE(graphText(t, epilogue) + "\ntarget " + target);
-  Compiled c;
+  CompiledGraph c;
   absl::Status s = c.compile(graphText(t, epilogue), target);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(c.program().regions.size(), 1u) << "the epilogue is fused";
@@ -311,24 +175,15 @@ TEST(PoolWindowTest, Stride3KeepsGenericPath) {
 TEST(PoolWindowTest, ScalarTargetsKeepGenericPath) {
   for (const char *name : {"armv7em", "riscv32"}) {
     SCOPED_TRACE(name);
-    auto graph =
-        graph::parseGraph(graphText(square(4, 40, 40, 3, 2, 1), ""), "test");
-    ASSERT_TRUE(graph.ok()) << graph.status().message();
-    auto program = structured::lowerToStructured(**graph);
-    ASSERT_TRUE(program.ok());
-    ASSERT_TRUE(structured::fuseAndTile(*program).ok());
-    auto d = dispatch::formDispatchRegions(std::move(*program));
-    ASSERT_TRUE(d.ok());
-    ASSERT_TRUE(dispatch::planMemory(*d).ok());
-    auto target = resolveCpuTarget(name);
-    ASSERT_TRUE(target.ok());
-    std::string ir;
-    LibraryOptions options;
+    CompiledGraph c;
+    CompileOptions options;
+    options.target = name;
     options.name = "pool";
-    options.llvmIr = &ir;
-    auto bytes = buildExecutableLibrary(*d, *target, options);
-    ASSERT_TRUE(bytes.ok()) << bytes.status().message();
-    EXPECT_EQ(ir.find("osprey-pool-window"), std::string::npos);
+    options.load = false;
+    absl::Status s =
+        c.compile(graphText(square(4, 40, 40, 3, 2, 1), ""), options);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(c.ir().find("osprey-pool-window"), std::string::npos);
   }
 }
 

@@ -1,0 +1,104 @@
+// Test-only support for the LLVM CPU backend's tests: compiles graph text for
+// a CPU target, loads the library with the runtime's ELF loader and runs every
+// dispatch over f32 buffers on this machine.
+#ifndef OSPREY_COMPILER_TARGETS_LLVM_CPU_TESTING_COMPILED_GRAPH_H_
+#define OSPREY_COMPILER_TARGETS_LLVM_CPU_TESTING_COMPILED_GRAPH_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "compiler/dispatch/dispatch_ir.h"
+#include "hal/local/loaders/elf/elf_loader.h"
+#include "runtime/base/status.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/CommandLine.h"
+
+namespace osprey::compiler::llvm_cpu::testing {
+
+// Parses |text| and lowers it through lowerToStructured, fuseAndTile,
+// formDispatchRegions and planMemory. |sourceName| names the text in
+// diagnostics. Errors: those of the parser and of each pass.
+absl::StatusOr<dispatch::DispatchProgram>
+lowerGraphText(llvm::StringRef text, llvm::StringRef sourceName = "test");
+
+struct CompileOptions {
+  // Target name for resolveCpuTarget ("host", "x86_64", "armv7em", ...).
+  std::string target = "host";
+  // Source name for the parser and library name reported by the query.
+  std::string name = "test";
+  // Hidden llvm::cl options of the code generator, set right before the
+  // library is built (linking resets LLVM's options to their defaults).
+  // Each name must be a registered option of that type.
+  std::vector<std::pair<std::string, bool>> boolOptions;
+  std::vector<std::pair<std::string, unsigned>> unsignedOptions;
+  // Load the library with the ELF loader (off for targets that cannot run
+  // on this machine; run() and executable() then must not be called).
+  bool load = true;
+};
+
+// A graph compiled for one target. Not thread-safe; one compile() per object.
+class CompiledGraph {
+public:
+  // Lowers, builds and (unless options.load is off) loads |text|.
+  // Errors: those of lowerGraphText, resolveCpuTarget and
+  // buildExecutableLibrary; INVALID_ARGUMENT for an unregistered cl option;
+  // INTERNAL (with the loader's message) when loading fails.
+  absl::Status compile(llvm::StringRef text,
+                       const CompileOptions &options = {});
+  // compile() for |target| with the other options at their defaults.
+  absl::Status compile(llvm::StringRef text, const char *target);
+
+  const dispatch::DispatchProgram &program() const { return program_; }
+  // Optimized LLVM IR of the library (for checks of the code path taken).
+  const std::string &ir() const { return ir_; }
+  // The linked library bytes.
+  const std::vector<uint8_t> &library() const { return library_; }
+  // The loaded executable; only after a successful compile() with load on.
+  const hal::local::LocalExecutable &executable() const { return *executable_; }
+
+  // Index of the tensor named |name|; a test failure and 0 when none is.
+  unsigned tensor(llvm::StringRef name) const;
+
+  // Runs all dispatches in order, every workgroup one after another, with
+  // |inputs| in graph input order, constants from the program and transients
+  // at their planned offsets in one NaN-filled arena. Returns the graph
+  // outputs in order. A workgroup returning non-zero is a test failure.
+  std::vector<std::vector<float>>
+  run(const std::vector<std::vector<float>> &inputs);
+
+private:
+  dispatch::DispatchProgram program_;
+  std::string ir_;
+  std::vector<uint8_t> library_;
+  hal::local::loaders::elf::ElfLoader loader_;
+  ref_ptr<hal::local::LocalExecutable> executable_;
+};
+
+// Sets a hidden unsigned llvm::cl option of the code generator for one scope
+// (back to 0 at its end). A missing option is a test failure.
+class ScopedOption {
+public:
+  ScopedOption(const char *name, unsigned value);
+  ~ScopedOption();
+  ScopedOption(const ScopedOption &) = delete;
+  ScopedOption &operator=(const ScopedOption &) = delete;
+
+private:
+  llvm::cl::opt<unsigned> *option_ = nullptr;
+};
+
+// |n| values uniform in [lo, hi) from a generator seeded with |seed|.
+std::vector<float> randomData(size_t n, float lo, float hi, unsigned seed);
+// |n| values uniform in [-1, 1).
+std::vector<float> randomData(size_t n, unsigned seed);
+
+// The runtime status as text.
+std::string statusText(const osprey::Status &s);
+
+} // namespace osprey::compiler::llvm_cpu::testing
+
+#endif // OSPREY_COMPILER_TARGETS_LLVM_CPU_TESTING_COMPILED_GRAPH_H_
