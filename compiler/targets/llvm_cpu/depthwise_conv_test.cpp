@@ -4,7 +4,6 @@
 // against references computed here.
 #include <algorithm>
 #include <cmath>
-#include <initializer_list>
 #include <string>
 
 #include "compiler/targets/llvm_cpu/testing/compiled_graph.h"
@@ -14,6 +13,7 @@ namespace osprey::compiler::llvm_cpu {
 namespace {
 
 using testing::CompiledGraph;
+using testing::dims;
 using testing::randomData;
 using testing::ScopedOption;
 
@@ -27,14 +27,6 @@ struct Case {
 
 Case depthwise(int c, int h, int w, int k, int stride, int pad) {
   return {c, h, w, c, k, k, stride, stride, 1, 1, pad, pad, pad, pad, c};
-}
-
-std::string dims(std::initializer_list<int> d) {
-  std::string s;
-  for (int v : d) {
-    s += (s.empty() ? "" : "x") + std::to_string(v);
-  }
-  return s;
 }
 
 // Conv + bias, then |epilogue| ("relu": Relu; "residual": + a tensor of the

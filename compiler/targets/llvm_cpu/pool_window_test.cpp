@@ -3,7 +3,6 @@
 // against references computed here, and checks which pools take the path.
 #include <algorithm>
 #include <cmath>
-#include <initializer_list>
 #include <limits>
 #include <string>
 
@@ -14,6 +13,7 @@ namespace osprey::compiler::llvm_cpu {
 namespace {
 
 using testing::CompiledGraph;
+using testing::dims;
 using testing::CompileOptions;
 using testing::randomData;
 
@@ -34,14 +34,6 @@ struct Pool {
 
 Pool square(int c, int h, int w, int k, int stride, int pad, bool fast = true) {
   return {c, h, w, k, k, stride, stride, pad, pad, pad, pad, false, fast};
-}
-
-std::string dims(std::initializer_list<int> d) {
-  std::string s;
-  for (int v : d) {
-    s += (s.empty() ? "" : "x") + std::to_string(v);
-  }
-  return s;
 }
 
 // MaxPool, then |epilogue|: "" (none), "relu" or "residual" (+ a tensor of

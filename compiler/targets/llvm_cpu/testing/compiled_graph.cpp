@@ -207,6 +207,17 @@ std::vector<float> randomData(size_t n, unsigned seed) {
   return randomData(n, -1, 1, seed);
 }
 
+std::string dims(std::initializer_list<int> d) {
+  std::string s;
+  for (int v : d) {
+    if (!s.empty()) {
+      s += 'x';
+    }
+    s += std::to_string(v);
+  }
+  return s;
+}
+
 std::string statusText(const osprey::Status &s) {
   char buf[512];
   s.ToString(buf, sizeof(buf));

@@ -5,6 +5,7 @@
 #define OSPREY_COMPILER_TARGETS_LLVM_CPU_TESTING_COMPILED_GRAPH_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -95,6 +96,9 @@ private:
 std::vector<float> randomData(size_t n, float lo, float hi, unsigned seed);
 // |n| values uniform in [-1, 1).
 std::vector<float> randomData(size_t n, unsigned seed);
+
+// |d| joined by 'x', the shape part of a tensor type ("1x3x8x8").
+std::string dims(std::initializer_list<int> d);
 
 // The runtime status as text.
 std::string statusText(const osprey::Status &s);
