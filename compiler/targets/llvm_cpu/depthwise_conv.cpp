@@ -266,7 +266,8 @@ public:
     }
     nest(outer_, 0, lo, hi, [&] {
       stepLoop(
-          lo[plan_.row], hi[plan_.row], rows_, false, [&](llvm::Value *r0) {
+          lo[plan_.row], hi[plan_.row], rows_, LoopHint::kDefault,
+          [&](llvm::Value *r0) {
             llvm::Value *left = b_.CreateSub(hi[plan_.row], r0);
             llvm::Value *rb = b_.CreateSelect(
                 b_.CreateICmpSLT(left, idx(rows_)), left, idx(rows_));
@@ -275,9 +276,10 @@ public:
               // Several planes sum into one output (grouped
               // convolutions): the sums start at init.
               llvm::Value *init = splat(llvm::ConstantFP::get(f32_, *op.init));
-              stepLoop(idx(0), count, vw_, true, [&](llvm::Value *q) {
-                b_.CreateAlignedStore(init, sumsAt(q), llvm::Align(4));
-              });
+              stepLoop(idx(0), count, vw_, LoopHint::kNoVectorize,
+                       [&](llvm::Value *q) {
+                         b_.CreateAlignedStore(init, sumsAt(q), llvm::Align(4));
+                       });
             }
             if (direct_) {
               copyPlanes(r0, rb);
@@ -315,8 +317,8 @@ private:
     }
     llvm::Value *r0 = lo[plan_.row];
     llvm::Value *rb = b_.CreateSub(hi[plan_.row], lo[plan_.row]);
-    stepLoop(idx(0), total, batch_, false, [&](llvm::Value *b0) {
-      llvm::Value *n = min(idx(batch_), b_.CreateSub(total, b0));
+    stepLoop(idx(0), total, batch_, LoopHint::kDefault, [&](llvm::Value *b0) {
+      llvm::Value *n = smin(idx(batch_), b_.CreateSub(total, b0));
       auto stage = [&](bool setOuter, llvm::function_ref<void()> body) {
         loop(idx(0), n, [&](llvm::Value *j) {
           if (setOuter) {
@@ -442,61 +444,6 @@ private:
     return at(planeBase_, b_.CreateAdd(idx(phase * planeStride_), off));
   }
   llvm::Value *sumsAt(llvm::Value *off) { return at(sumsBase_, off); }
-  llvm::Value *min(llvm::Value *x, llvm::Value *y) {
-    return b_.CreateSelect(b_.CreateICmpSLT(x, y), x, y);
-  }
-  llvm::Value *max(llvm::Value *x, llvm::Value *y) {
-    return b_.CreateSelect(b_.CreateICmpSGT(x, y), x, y);
-  }
-  llvm::Value *ceilDiv(llvm::Value *x, int64_t m) {
-    return b_.CreateUDiv(b_.CreateAdd(x, idx(m - 1)), idx(m));
-  }
-
-  // for (iv = lo; iv < hi; iv += step) body(iv). |vectorCode| keeps the
-  // loop vectorizer away from loops whose body is vector code already.
-  void stepLoop(llvm::Value *lo, llvm::Value *hi, int64_t step, bool vectorCode,
-                llvm::function_ref<void(llvm::Value *)> body) {
-    llvm::BasicBlock *pre = b_.GetInsertBlock();
-    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "dw_loop", fn_);
-    llvm::BasicBlock *bodyBlock =
-        llvm::BasicBlock::Create(ctx_, "dw_body", fn_);
-    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "dw_exit", fn_);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode *iv = b_.CreatePHI(idxTy_, 2);
-    iv->addIncoming(lo, pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), bodyBlock, exit);
-    b_.SetInsertPoint(bodyBlock);
-    body(iv);
-    iv->addIncoming(b_.CreateAdd(iv, idx(step), "", true, true),
-                    b_.GetInsertBlock());
-    llvm::BranchInst *latch = b_.CreateBr(header);
-    if (vectorCode) {
-      llvm::Metadata *off[] = {
-          llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
-          llvm::ConstantAsMetadata::get(b_.getFalse())};
-      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx_, off)};
-      llvm::MDNode *id = llvm::MDNode::getDistinct(ctx_, ops);
-      id->replaceOperandWith(0, id);
-      latch->setMetadata(llvm::LLVMContext::MD_loop, id);
-    }
-    b_.SetInsertPoint(exit);
-  }
-
-  void nest(llvm::ArrayRef<unsigned> dims, size_t i,
-            llvm::ArrayRef<llvm::Value *> lo, llvm::ArrayRef<llvm::Value *> hi,
-            llvm::function_ref<void()> inner) {
-    if (i == dims.size()) {
-      inner();
-      return;
-    }
-    unsigned d = dims[i];
-    loop(lo[d], hi[d], [&](llvm::Value *iv) {
-      ivs_[d] = iv;
-      nest(dims, i + 1, lo, hi, inner);
-    });
-  }
-
   // Flattened end of the computed lanes of a block of |rb| rows.
   llvm::Value *computeEnd(llvm::Value *rb) {
     llvm::Value *ow = b_.CreateSub(hi_[plan_.col], lo_[plan_.col]);
@@ -516,7 +463,7 @@ private:
   // Stores vectors of |value| over dst[0, n) rounded up to whole vectors.
   void fillVectors(llvm::Value *dst, llvm::Value *n, llvm::Value *value) {
     llvm::Value *v = splat(value);
-    stepLoop(idx(0), n, vw_, true, [&](llvm::Value *c) {
+    stepLoop(idx(0), n, vw_, LoopHint::kNoVectorize, [&](llvm::Value *c) {
       b_.CreateAlignedStore(v, at(dst, c), llvm::Align(4));
     });
   }
@@ -526,7 +473,7 @@ private:
   void copySpan(llvm::Value *dst, llvm::Value *to, llvm::Value *src,
                 llvm::Value *from, llvm::Value *n) {
     llvm::Value *full = b_.CreateMul(b_.CreateUDiv(n, idx(vw_)), idx(vw_));
-    stepLoop(idx(0), full, vw_, true, [&](llvm::Value *c) {
+    stepLoop(idx(0), full, vw_, LoopHint::kNoVectorize, [&](llvm::Value *c) {
       b_.CreateAlignedStore(
           b_.CreateAlignedLoad(vecTy_,
                                b_.CreateGEP(f32_, src, b_.CreateAdd(from, c)),
@@ -583,8 +530,10 @@ private:
     int64_t len = sw_ * wq_;
     llvm::Value *colBase = b_.CreateAdd(b_.CreateMul(lo_[plan_.col], idx(sw_)),
                                         idx(in.map.results[last].constant));
-    llvm::Value *c0 = min(max(b_.CreateSub(idx(0), colBase), idx(0)), idx(len));
-    llvm::Value *c1 = min(max(b_.CreateSub(idx(width), colBase), c0), idx(len));
+    llvm::Value *c0 =
+        smin(smax(b_.CreateSub(idx(0), colBase), idx(0)), idx(len));
+    llvm::Value *c1 =
+        smin(smax(b_.CreateSub(idx(width), colBase), c0), idx(len));
     // Plain (not inbounds) address arithmetic: the left padding puts the
     // row start before the tensor.
     llvm::Value *src =
@@ -621,11 +570,12 @@ private:
                                        llvm::Align(4), mask, splat(pad));
           };
           if (sw_ == 1) {
-            stepLoop(idx(0), idx(wq_), vw_, true, [&](llvm::Value *c) {
-              b_.CreateAlignedStore(load(c),
-                                    planeAt(rph, b_.CreateAdd(rowOff, c)),
-                                    llvm::Align(4));
-            });
+            stepLoop(idx(0), idx(wq_), vw_, LoopHint::kNoVectorize,
+                     [&](llvm::Value *c) {
+                       b_.CreateAlignedStore(
+                           load(c), planeAt(rph, b_.CreateAdd(rowOff, c)),
+                           llvm::Align(4));
+                     });
             continue;
           }
           std::vector<int> even, odd;
@@ -633,16 +583,18 @@ private:
             even.push_back(2 * i);
             odd.push_back(2 * i + 1);
           }
-          stepLoop(idx(0), idx(wq_), vw_, true, [&](llvm::Value *c) {
-            llvm::Value *t = b_.CreateMul(c, idx(2));
-            llvm::Value *x0 = load(t);
-            llvm::Value *x1 = load(b_.CreateAdd(t, idx(vw_)));
-            llvm::Value *to = b_.CreateAdd(rowOff, c);
-            b_.CreateAlignedStore(b_.CreateShuffleVector(x0, x1, even),
-                                  planeAt(rph * 2, to), llvm::Align(4));
-            b_.CreateAlignedStore(b_.CreateShuffleVector(x0, x1, odd),
-                                  planeAt(rph * 2 + 1, to), llvm::Align(4));
-          });
+          stepLoop(
+              idx(0), idx(wq_), vw_, LoopHint::kNoVectorize,
+              [&](llvm::Value *c) {
+                llvm::Value *t = b_.CreateMul(c, idx(2));
+                llvm::Value *x0 = load(t);
+                llvm::Value *x1 = load(b_.CreateAdd(t, idx(vw_)));
+                llvm::Value *to = b_.CreateAdd(rowOff, c);
+                b_.CreateAlignedStore(b_.CreateShuffleVector(x0, x1, even),
+                                      planeAt(rph * 2, to), llvm::Align(4));
+                b_.CreateAlignedStore(b_.CreateShuffleVector(x0, x1, odd),
+                                      planeAt(rph * 2 + 1, to), llvm::Align(4));
+              });
           continue;
         }
         llvm::Value *dst =
@@ -691,18 +643,19 @@ private:
         even.push_back(2 * i);
         odd.push_back(2 * i + 1);
       }
-      stepLoop(idx(0), idx(wq_), vw_, true, [&](llvm::Value *j) {
-        llvm::Value *from = b_.CreateMul(j, idx(2));
-        llvm::Value *x0 =
-            b_.CreateAlignedLoad(vecTy_, at(row_, from), llvm::Align(4));
-        llvm::Value *x1 = b_.CreateAlignedLoad(
-            vecTy_, at(row_, b_.CreateAdd(from, idx(vw_))), llvm::Align(4));
-        llvm::Value *to = b_.CreateAdd(rowOff, j);
-        b_.CreateAlignedStore(b_.CreateShuffleVector(x0, x1, even),
-                              planeAt(rph * 2, to), llvm::Align(4));
-        b_.CreateAlignedStore(b_.CreateShuffleVector(x0, x1, odd),
-                              planeAt(rph * 2 + 1, to), llvm::Align(4));
-      });
+      stepLoop(
+          idx(0), idx(wq_), vw_, LoopHint::kNoVectorize, [&](llvm::Value *j) {
+            llvm::Value *from = b_.CreateMul(j, idx(2));
+            llvm::Value *x0 =
+                b_.CreateAlignedLoad(vecTy_, at(row_, from), llvm::Align(4));
+            llvm::Value *x1 = b_.CreateAlignedLoad(
+                vecTy_, at(row_, b_.CreateAdd(from, idx(vw_))), llvm::Align(4));
+            llvm::Value *to = b_.CreateAdd(rowOff, j);
+            b_.CreateAlignedStore(b_.CreateShuffleVector(x0, x1, even),
+                                  planeAt(rph * 2, to), llvm::Align(4));
+            b_.CreateAlignedStore(b_.CreateShuffleVector(x0, x1, odd),
+                                  planeAt(rph * 2 + 1, to), llvm::Align(4));
+          });
       return;
     }
     loop(idx(0), idx(wq_), [&](llvm::Value *j) {
@@ -755,11 +708,11 @@ private:
     llvm::Value *segments = flat_ ? idx(1) : rb;
     llvm::Value *segment =
         flat_ ? computeEnd(rb) : b_.CreateMul(ceilDiv(ow, lanes_), idx(lanes_));
-    stepLoop(idx(0), segments, v_, false, [&](llvm::Value *s) {
+    stepLoop(idx(0), segments, v_, LoopHint::kDefault, [&](llvm::Value *s) {
       llvm::Value *start = b_.CreateMul(s, idx(wq_));
       llvm::Value *sums = b_.CreateSub(b_.CreateMul(s, idx(sPitch_)), start);
       stepLoop(
-          start, b_.CreateAdd(start, segment), lanes_, true,
+          start, b_.CreateAdd(start, segment), lanes_, LoopHint::kNoVectorize,
           [&](llvm::Value *q) {
             for (int64_t k = 0; k < v_ * u_; ++k) {
               // Row v of the iteration, vector u of the row; loads of
@@ -834,7 +787,7 @@ private:
       ivs_[plan_.row] = r0;
       loop(
           idx(0), b_.CreateMul(rb, idx(ow)),
-          [&](llvm::Value *c) { finish(c, c); }, /*noInterleave=*/true);
+          [&](llvm::Value *c) { finish(c, c); }, LoopHint::kNoInterleave);
     } else {
       loop(idx(0), rb, [&](llvm::Value *i) {
         ivs_[plan_.row] = b_.CreateAdd(r0, i);
@@ -843,7 +796,7 @@ private:
         loop(
             lo_[col], hi_[col],
             [&](llvm::Value *c) { finish(c, b_.CreateAdd(rowBase, c)); },
-            /*noInterleave=*/true);
+            LoopHint::kNoInterleave);
       });
     }
     ivs_[col] = lo_[col];

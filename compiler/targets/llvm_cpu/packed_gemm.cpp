@@ -429,7 +429,7 @@ private:
     loop(
         rest, split.last,
         [&](llvm::Value *iv) { b_.CreateStore(loadAt(in, split, iv), slot(iv)); },
-        /*noInterleave=*/true);
+        LoopHint::kNoInterleave);
     loop(split.last, hi, checked);
     ivs_[d] = lo;
   }

@@ -305,15 +305,20 @@ public:
         llvm::Value *vectors = b_.CreateSelect(
             wide, b_.CreateUDiv(b_.CreateAdd(count, idx(vw_ - 1)), idx(vw_)),
             idx(0));
-        vectorLoop(idx(0), vectors, [&](llvm::Value *k) {
-          llvm::Value *ow = smin(b_.CreateAdd(ia, b_.CreateMul(k, idx(vw_))),
-                                 b_.CreateSub(ib, idx(vw_)));
-          llvm::Value *acc =
-              windowMax(rows, b_.CreateAdd(b_.CreateMul(ow, idx(sw)), idx(cc)));
-          b_.CreateAlignedStore(
-              acc, b_.CreateInBoundsGEP(f32_, rowOut_, b_.CreateSub(ow, colLo)),
-              llvm::Align(4));
-        });
+        loop(
+            idx(0), vectors,
+            [&](llvm::Value *k) {
+              llvm::Value *ow =
+                  smin(b_.CreateAdd(ia, b_.CreateMul(k, idx(vw_))),
+                       b_.CreateSub(ib, idx(vw_)));
+              llvm::Value *acc = windowMax(
+                  rows, b_.CreateAdd(b_.CreateMul(ow, idx(sw)), idx(cc)));
+              b_.CreateAlignedStore(
+                  acc,
+                  b_.CreateInBoundsGEP(f32_, rowOut_, b_.CreateSub(ow, colLo)),
+                  llvm::Align(4));
+            },
+            LoopHint::kNoVectorize);
         // Border columns (and a narrow interior) through checked loads.
         checkedLoop(colLo, ia);
         checkedLoop(b_.CreateSelect(wide, ib, ia), colHi);
@@ -332,7 +337,7 @@ public:
                 status = hooks_.finish(v, ivs_);
               }
             },
-            /*noInterleave=*/true);
+            LoopHint::kNoInterleave);
       });
     });
     return status;
@@ -439,56 +444,6 @@ private:
           acc, b_.CreateInBoundsGEP(f32_, rowOut_, b_.CreateSub(ow, colLo_)),
           llvm::Align(4));
     });
-  }
-
-  // for (iv = lo; iv < hi; ++iv) body(iv), kept from the loop vectorizer
-  // (the body is vector code).
-  void vectorLoop(llvm::Value *lo, llvm::Value *hi,
-                  llvm::function_ref<void(llvm::Value *)> body) {
-    llvm::BasicBlock *pre = b_.GetInsertBlock();
-    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "pool_loop", fn_);
-    llvm::BasicBlock *bodyBlock =
-        llvm::BasicBlock::Create(ctx_, "pool_body", fn_);
-    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "pool_exit", fn_);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode *iv = b_.CreatePHI(idxTy_, 2);
-    iv->addIncoming(lo, pre);
-    b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), bodyBlock, exit);
-    b_.SetInsertPoint(bodyBlock);
-    body(iv);
-    iv->addIncoming(b_.CreateAdd(iv, idx(1), "", true, true),
-                    b_.GetInsertBlock());
-    llvm::BranchInst *latch = b_.CreateBr(header);
-    llvm::Metadata *off[] = {
-        llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
-        llvm::ConstantAsMetadata::get(b_.getFalse())};
-    llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx_, off)};
-    llvm::MDNode *id = llvm::MDNode::getDistinct(ctx_, ops);
-    id->replaceOperandWith(0, id);
-    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
-    b_.SetInsertPoint(exit);
-  }
-
-  void nest(llvm::ArrayRef<unsigned> dims, size_t i,
-            llvm::ArrayRef<llvm::Value *> lo, llvm::ArrayRef<llvm::Value *> hi,
-            llvm::function_ref<void()> inner) {
-    if (i == dims.size()) {
-      inner();
-      return;
-    }
-    unsigned d = dims[i];
-    loop(lo[d], hi[d], [&](llvm::Value *iv) {
-      ivs_[d] = iv;
-      nest(dims, i + 1, lo, hi, inner);
-    });
-  }
-
-  llvm::Value *smin(llvm::Value *x, llvm::Value *y) {
-    return b_.CreateSelect(b_.CreateICmpSLT(x, y), x, y);
-  }
-  llvm::Value *smax(llvm::Value *x, llvm::Value *y) {
-    return b_.CreateSelect(b_.CreateICmpSGT(x, y), x, y);
   }
 
   const PoolPlan &plan_;

@@ -75,17 +75,25 @@ protected:
     return v;
   }
 
-  // for (iv = lo; iv < hi; ++iv) body(iv). |noInterleave| asks the loop
-  // vectorizer for one vector per iteration: rows of 28-56 elements would
-  // otherwise run mostly in the scalar remainder of a 4x interleaved loop.
-  void loop(llvm::Value *lo, llvm::Value *hi,
-            llvm::function_ref<void(llvm::Value *)> body,
-            bool noInterleave = false) {
+  // What the loop vectorizer may do with a loop.
+  enum class LoopHint {
+    kDefault,
+    // One vector per iteration, remainder folded into masked iterations:
+    // rows of 28-56 elements would otherwise run mostly in the scalar
+    // remainder of a 4x interleaved loop.
+    kNoInterleave,
+    // Left alone: the body is vector code already.
+    kNoVectorize,
+  };
+
+  // for (iv = lo; iv < hi; iv += step) body(iv).
+  void stepLoop(llvm::Value *lo, llvm::Value *hi, int64_t step, LoopHint hint,
+                llvm::function_ref<void(llvm::Value *)> body) {
     llvm::BasicBlock *pre = b_.GetInsertBlock();
-    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "gemm_loop", fn_);
+    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "tile_loop", fn_);
     llvm::BasicBlock *bodyBlock =
-        llvm::BasicBlock::Create(ctx_, "gemm_body", fn_);
-    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "gemm_exit", fn_);
+        llvm::BasicBlock::Create(ctx_, "tile_body", fn_);
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "tile_exit", fn_);
     b_.CreateBr(header);
     b_.SetInsertPoint(header);
     llvm::PHINode *iv = b_.CreatePHI(idxTy_, 2);
@@ -93,23 +101,61 @@ protected:
     b_.CreateCondBr(b_.CreateICmpSLT(iv, hi), bodyBlock, exit);
     b_.SetInsertPoint(bodyBlock);
     body(iv);
-    iv->addIncoming(b_.CreateAdd(iv, idx(1), "", true, true),
+    iv->addIncoming(b_.CreateAdd(iv, idx(step), "", true, true),
                     b_.GetInsertBlock());
     llvm::BranchInst *latch = b_.CreateBr(header);
-    if (noInterleave) {
-      llvm::Metadata *count[] = {
-          llvm::MDString::get(ctx_, "llvm.loop.interleave.count"),
-          llvm::ConstantAsMetadata::get(b_.getInt32(1))};
-      llvm::Metadata *fold[] = {
-          llvm::MDString::get(ctx_, "llvm.loop.vectorize.predicate.enable"),
-          llvm::ConstantAsMetadata::get(b_.getTrue())};
-      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx_, count),
-                               llvm::MDNode::get(ctx_, fold)};
+    llvm::SmallVector<llvm::Metadata *, 3> ops = {nullptr};
+    auto property = [&](const char *name, llvm::Constant *value) {
+      llvm::Metadata *kv[] = {llvm::MDString::get(ctx_, name),
+                              llvm::ConstantAsMetadata::get(value)};
+      ops.push_back(llvm::MDNode::get(ctx_, kv));
+    };
+    if (hint == LoopHint::kNoInterleave) {
+      property("llvm.loop.interleave.count", b_.getInt32(1));
+      property("llvm.loop.vectorize.predicate.enable", b_.getTrue());
+    } else if (hint == LoopHint::kNoVectorize) {
+      property("llvm.loop.vectorize.enable", b_.getFalse());
+    }
+    if (ops.size() > 1) {
       llvm::MDNode *id = llvm::MDNode::getDistinct(ctx_, ops);
       id->replaceOperandWith(0, id);
       latch->setMetadata(llvm::LLVMContext::MD_loop, id);
     }
     b_.SetInsertPoint(exit);
+  }
+
+  // for (iv = lo; iv < hi; ++iv) body(iv).
+  void loop(llvm::Value *lo, llvm::Value *hi,
+            llvm::function_ref<void(llvm::Value *)> body,
+            LoopHint hint = LoopHint::kDefault) {
+    stepLoop(lo, hi, 1, hint, body);
+  }
+
+  // Loops over root loops dims[i..] (outermost first) within [lo, hi),
+  // setting ivs_, with |inner| innermost.
+  void nest(llvm::ArrayRef<unsigned> dims, size_t i,
+            llvm::ArrayRef<llvm::Value *> lo, llvm::ArrayRef<llvm::Value *> hi,
+            llvm::function_ref<void()> inner) {
+    if (i == dims.size()) {
+      inner();
+      return;
+    }
+    unsigned d = dims[i];
+    loop(lo[d], hi[d], [&](llvm::Value *iv) {
+      ivs_[d] = iv;
+      nest(dims, i + 1, lo, hi, inner);
+    });
+  }
+
+  llvm::Value *smin(llvm::Value *x, llvm::Value *y) {
+    return b_.CreateSelect(b_.CreateICmpSLT(x, y), x, y);
+  }
+  llvm::Value *smax(llvm::Value *x, llvm::Value *y) {
+    return b_.CreateSelect(b_.CreateICmpSGT(x, y), x, y);
+  }
+  // ceil(x / m) for x >= 0.
+  llvm::Value *ceilDiv(llvm::Value *x, int64_t m) {
+    return b_.CreateUDiv(b_.CreateAdd(x, idx(m - 1)), idx(m));
   }
 
   // Reads of |in| along loop |d| over [lo, hi) with the other loop indices
