@@ -141,10 +141,10 @@ public:
       llvm::Value *end = b_.CreateAdd(lo[d], idx(tile));
       hi[d] = b_.CreateSelect(b_.CreateICmpSLT(end, hi[d]), end, hi[d]);
     }
-    // Convolutions and contractions of matrix-product form take the packed
-    // panel path (packed_gemm.h) when it applies, depthwise convolutions the
-    // padded-plane path (depthwise_conv.h), max pools the row-interior
-    // vector path (pool_window.h).
+    // Roots with a dedicated tile emitter take the first that accepts them:
+    // matrix products the packed panel path (packed_gemm.h), depthwise
+    // convolutions the padded-plane path (depthwise_conv.h), max pools the
+    // row-interior vector path (pool_window.h).
     TileHooks hooks{
         [&](unsigned t) { return bindings_.at(t); },
         [&](const OperandAccess &in, llvm::ArrayRef<llvm::Value *> ivs) {
@@ -153,19 +153,15 @@ public:
         [&](llvm::Value *v, llvm::ArrayRef<llvm::Value *> ivs) {
           return finishElement(v, ivs);
         }};
-    COMPILER_ASSIGN_OR_RETURN(bool packed,
-                              emitPackedGemm(p_, r_, b_, fn_, lo, hi, hooks));
-    if (!packed) {
-      COMPILER_ASSIGN_OR_RETURN(
-          packed, emitDepthwiseConv(p_, r_, b_, fn_, lo, hi, hooks));
-    }
-    if (!packed) {
-      COMPILER_ASSIGN_OR_RETURN(
-          packed, emitPoolWindow(p_, r_, b_, fn_, lo, hi, hooks));
-    }
-    if (packed) {
-      b_.CreateRet(resultCode());
-      return fn_;
+    static constexpr TileEmitterFn kTileEmitters[] = {
+        emitPackedGemm, emitDepthwiseConv, emitPoolWindow};
+    for (TileEmitterFn emit : kTileEmitters) {
+      COMPILER_ASSIGN_OR_RETURN(bool emitted,
+                                emit(p_, r_, b_, fn_, lo, hi, hooks));
+      if (emitted) {
+        b_.CreateRet(resultCode());
+        return fn_;
+      }
     }
     std::vector<unsigned> parallel, reduction;
     for (unsigned d = 0; d < n; ++d) {

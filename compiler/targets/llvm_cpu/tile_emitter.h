@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "compiler/dispatch/dispatch_ir.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
@@ -32,6 +33,16 @@ struct TileHooks {
                              llvm::ArrayRef<llvm::Value *> ivs)>
       finish;
 };
+
+// A tile emitter's entry point: if it handles the region's root, emits the
+// workgroup's tile (loop ranges [lo[d], hi[d]) per root loop) at the
+// builder's insertion point inside |fn|, epilogue included, and returns true;
+// otherwise returns false and emits nothing. Errors come from |hooks|.
+using TileEmitterFn = absl::StatusOr<bool> (*)(
+    const dispatch::DispatchProgram &program,
+    const dispatch::DispatchRegion &region, llvm::IRBuilder<> &builder,
+    llvm::Function *fn, llvm::ArrayRef<llvm::Value *> lo,
+    llvm::ArrayRef<llvm::Value *> hi, const TileHooks &hooks);
 
 // Loop, index and row-split helpers shared by the tile emitters; they emit at
 // the builder's insertion point inside |fn| with loop indices ivs_.
