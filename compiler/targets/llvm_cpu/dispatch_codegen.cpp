@@ -12,6 +12,7 @@
 #include "compiler/targets/llvm_cpu/packed_gemm.h"
 #include "compiler/targets/llvm_cpu/depthwise_conv.h"
 #include "compiler/targets/llvm_cpu/pool_window.h"
+#include "compiler/targets/llvm_cpu/winograd_conv.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/MDBuilder.h"
@@ -142,9 +143,11 @@ public:
       hi[d] = b_.CreateSelect(b_.CreateICmpSLT(end, hi[d]), end, hi[d]);
     }
     // Roots with a dedicated tile emitter take the first that accepts them:
-    // matrix products the packed panel path (packed_gemm.h), depthwise
-    // convolutions the padded-plane path (depthwise_conv.h), max pools the
-    // row-interior vector path (pool_window.h).
+    // 3x3 stride-1 convolutions on vector targets Winograd F(2x2, 3x3)
+    // (winograd_conv.h), matrix products the packed panel path
+    // (packed_gemm.h), depthwise convolutions the padded-plane path
+    // (depthwise_conv.h), max pools the row-interior vector path
+    // (pool_window.h).
     TileHooks hooks{
         [&](unsigned t) { return bindings_.at(t); },
         [&](const OperandAccess &in, llvm::ArrayRef<llvm::Value *> ivs) {
@@ -154,7 +157,7 @@ public:
           return finishElement(v, ivs);
         }};
     static constexpr TileEmitterFn kTileEmitters[] = {
-        emitPackedGemm, emitDepthwiseConv, emitPoolWindow};
+        emitWinogradConv, emitPackedGemm, emitDepthwiseConv, emitPoolWindow};
     for (TileEmitterFn emit : kTileEmitters) {
       COMPILER_ASSIGN_OR_RETURN(bool emitted,
                                 emit(p_, r_, b_, fn_, lo, hi, hooks));

@@ -78,6 +78,150 @@ GemmKernelShape gemmKernelShape(llvm::StringRef triple,
 
 namespace {
 
+// The microkernel |name| with |mr| rows and |nv| vectors per row, one per
+// module:
+//   void k(const float* a, idx lda, idx ka, idx rows, const float* b,
+//          float* c, idx kc)
+// c[r][0..nv*VW) += sum_k a[min(r, rows-1)*lda + k*ka] * b[k][..]
+// for r < mr; rows of b are |ldb| and rows of c |ldc| elements apart.
+// |prefetchRows| > 0 prefetches rows of b that many steps ahead (b streams
+// from memory).
+llvm::Function *microkernelFor(llvm::Module &m, unsigned vw,
+                               const std::string &name, unsigned mr,
+                               unsigned nv, int64_t ldb, int64_t ldc,
+                               int64_t prefetchRows) {
+  if (llvm::Function *f = m.getFunction(name)) {
+    return f;
+  }
+  llvm::LLVMContext &ctx = m.getContext();
+  llvm::IRBuilder<> types(ctx); // for types and constants only
+  llvm::Type *idxTy = m.getDataLayout().getIntPtrType(ctx);
+  llvm::Type *ptr = types.getPtrTy();
+  llvm::Type *f32 = types.getFloatTy();
+  llvm::Type *vec =
+      vw == 1 ? f32 : llvm::FixedVectorType::get(f32, vw);
+  auto *fnTy = llvm::FunctionType::get(
+      types.getVoidTy(), {ptr, idxTy, idxTy, idxTy, ptr, ptr, idxTy},
+      false);
+  llvm::Function *f = llvm::Function::Create(
+      fnTy, llvm::GlobalValue::InternalLinkage, name, m);
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  f->addFnAttr("no-builtins");
+  // One out-of-line copy per shape: a call costs nothing next to kc steps
+  // of MR x NR multiply-adds, and the regions stay small.
+  f->addFnAttr(llvm::Attribute::NoInline);
+  if (vw * 32 > 256) {
+    // CPUs tuned to prefer 256-bit vectors would split the 512-bit
+    // accumulators in two.
+    std::string bits = std::to_string(vw * 32);
+    f->addFnAttr("prefer-vector-width", bits);
+    f->addFnAttr("min-legal-vector-width", bits);
+  }
+  for (unsigned i : {0u, 4u, 5u}) {
+    f->addParamAttr(i, llvm::Attribute::NoAlias);
+  }
+  llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx, "entry", f));
+  llvm::Value *a = f->getArg(0), *lda = f->getArg(1), *ka = f->getArg(2),
+              *rows = f->getArg(3), *panel = f->getArg(4),
+              *c = f->getArg(5), *kc = f->getArg(6);
+  std::vector<llvm::Value *> aRows;
+  llvm::Value *last = b.CreateSub(rows, llvm::ConstantInt::get(idxTy, 1));
+  for (unsigned r = 0; r < mr; ++r) {
+    llvm::Value *rr = llvm::ConstantInt::get(idxTy, r);
+    rr = b.CreateSelect(b.CreateICmpSLT(rr, rows), rr, last);
+    aRows.push_back(b.CreateInBoundsGEP(f32, a, b.CreateMul(rr, lda)));
+  }
+  auto cSlot = [&](unsigned r, unsigned v) {
+    return b.CreateInBoundsGEP(
+        f32, c, llvm::ConstantInt::get(idxTy, int64_t(r) * ldc + v * vw));
+  };
+  std::vector<llvm::Value *> init;
+  for (unsigned r = 0; r < mr; ++r) {
+    for (unsigned v = 0; v < nv; ++v) {
+      init.push_back(b.CreateAlignedLoad(vec, cSlot(r, v), llvm::Align(4)));
+    }
+  }
+  llvm::BasicBlock *pre = b.GetInsertBlock();
+  llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx, "k", f);
+  llvm::BasicBlock *body = llvm::BasicBlock::Create(ctx, "k_body", f);
+  llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx, "k_exit", f);
+  b.CreateBr(header);
+  b.SetInsertPoint(header);
+  llvm::PHINode *k = b.CreatePHI(idxTy, 2);
+  k->addIncoming(llvm::ConstantInt::get(idxTy, 0), pre);
+  std::vector<llvm::PHINode *> acc;
+  for (llvm::Value *v : init) {
+    llvm::PHINode *phi = b.CreatePHI(vec, 2);
+    phi->addIncoming(v, pre);
+    acc.push_back(phi);
+  }
+  b.CreateCondBr(b.CreateICmpSLT(k, kc), body, exit);
+  b.SetInsertPoint(body);
+  std::vector<llvm::Value *> bv;
+  llvm::Value *bRow = b.CreateInBoundsGEP(
+      f32, panel, b.CreateMul(k, llvm::ConstantInt::get(idxTy, ldb)));
+  for (unsigned v = 0; v < nv; ++v) {
+    bv.push_back(b.CreateAlignedLoad(
+        vec,
+        b.CreateInBoundsGEP(f32, bRow, llvm::ConstantInt::get(idxTy, v * vw)),
+        llvm::Align(4)));
+  }
+  if (prefetchRows > 0) {
+    // Rows of b prefetchRows steps ahead: they are a few KiB apart, too
+    // far for the hardware's stride prefetcher (1.84 -> 1.74 ms on the
+    // 512-channel 7x7 convolution). Prefetches never fault.
+    llvm::Value *ahead = b.CreateGEP(
+        f32, panel,
+        b.CreateMul(
+            b.CreateAdd(k, llvm::ConstantInt::get(idxTy, prefetchRows)),
+            llvm::ConstantInt::get(idxTy, ldb)));
+    for (unsigned v = 0; v < nv; ++v) {
+      b.CreateIntrinsic(
+          llvm::Intrinsic::prefetch, {b.getPtrTy()},
+          {b.CreateGEP(f32, ahead, llvm::ConstantInt::get(idxTy, v * vw)),
+           b.getInt32(0), b.getInt32(3), b.getInt32(1)});
+    }
+  }
+  llvm::Value *aAt = b.CreateMul(k, ka);
+  std::vector<llvm::Value *> next(acc.size());
+  for (unsigned r = 0; r < mr; ++r) {
+    llvm::Value *s = b.CreateLoad(f32, b.CreateInBoundsGEP(f32, aRows[r], aAt));
+    llvm::Value *splat = vw == 1 ? s : b.CreateVectorSplat(vw, s);
+    for (unsigned v = 0; v < nv; ++v) {
+      next[r * nv + v] = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec},
+                                           {splat, bv[v], acc[r * nv + v]});
+    }
+  }
+  llvm::Value *kNext =
+      b.CreateAdd(k, llvm::ConstantInt::get(idxTy, 1), "", true, true);
+  k->addIncoming(kNext, b.GetInsertBlock());
+  for (size_t i = 0; i < acc.size(); ++i) {
+    acc[i]->addIncoming(next[i], b.GetInsertBlock());
+  }
+  llvm::BranchInst *latch = b.CreateBr(header);
+  if (vw == 1) {
+    // Scalar FPUs: four reduction steps per iteration so the row-pointer
+    // increments and the branch are paid once per 4 x MR x NR products.
+    // The Arm backend unrolls like this on its own; generic RV32 does not
+    // (30 -> 25.5 instructions per step of 16 products).
+    llvm::Metadata *count[] = {
+        llvm::MDString::get(ctx, "llvm.loop.unroll.count"),
+        llvm::ConstantAsMetadata::get(b.getInt32(4))};
+    llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx, count)};
+    llvm::MDNode *id = llvm::MDNode::getDistinct(ctx, ops);
+    id->replaceOperandWith(0, id);
+    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+  }
+  b.SetInsertPoint(exit);
+  for (unsigned r = 0; r < mr; ++r) {
+    for (unsigned v = 0; v < nv; ++v) {
+      b.CreateAlignedStore(acc[r * nv + v], cSlot(r, v), llvm::Align(4));
+    }
+  }
+  b.CreateRetVoid();
+  return f;
+}
+
 class PackedGemmEmitter : public TileEmitter {
 public:
   PackedGemmEmitter(const dispatch::DispatchProgram &p,
@@ -494,10 +638,7 @@ private:
   // The microkernel with |nv| vectors per row over the panel of B, one per
   // module and shape (see kernelFor).
   llvm::Function *kernel(unsigned nv) {
-    std::string name = "osprey_gemm_" + std::to_string(shape_.mr) + "x" +
-                       std::to_string(nv * shape_.vectorWidth) + "_ld" +
-                       std::to_string(nPad_) + "_" + std::to_string(nr_);
-    return kernelFor(name, shape_.mr, nv, nPad_, nPad_);
+    return packedGemmKernel(m_, shape_, nv, nPad_);
   }
 
   // Whether A can be read as column panels: its M axis is innermost with
@@ -697,144 +838,13 @@ private:
     return off;
   }
 
-  // The microkernel |name| with |mr| rows and |nv| vectors per row, one per
-  // module:
-  //   void k(const float* a, idx lda, idx ka, idx rows, const float* b,
-  //          float* c, idx kc)
-  // c[r][0..nv*VW) += sum_k a[min(r, rows-1)*lda + k*ka] * b[k][..]
-  // for r < mr; rows of b are |ldb| and rows of c |ldc| elements apart.
-  // |prefetchB| prefetches rows of b ahead (b streams from memory).
+  // The microkernel |name| (see microkernelFor); |prefetchB| prefetches
+  // rows of b kPrefetchRows steps ahead.
   llvm::Function *kernelFor(const std::string &name, unsigned mr,
                             unsigned nv, int64_t ldb, int64_t ldc,
                             bool prefetchB = false) {
-    unsigned vw = shape_.vectorWidth;
-    if (llvm::Function *f = m_.getFunction(name)) {
-      return f;
-    }
-    llvm::Type *ptr = b_.getPtrTy();
-    llvm::Type *f32 = b_.getFloatTy();
-    llvm::Type *vec =
-        vw == 1 ? f32 : llvm::FixedVectorType::get(f32, vw);
-    auto *fnTy = llvm::FunctionType::get(
-        b_.getVoidTy(), {ptr, idxTy_, idxTy_, idxTy_, ptr, ptr, idxTy_},
-        false);
-    llvm::Function *f = llvm::Function::Create(
-        fnTy, llvm::GlobalValue::InternalLinkage, name, m_);
-    f->addFnAttr(llvm::Attribute::NoUnwind);
-    f->addFnAttr("no-builtins");
-    // One out-of-line copy per shape: a call costs nothing next to kc steps
-    // of MR x NR multiply-adds, and the regions stay small.
-    f->addFnAttr(llvm::Attribute::NoInline);
-    if (vw * 32 > 256) {
-      // CPUs tuned to prefer 256-bit vectors would split the 512-bit
-      // accumulators in two.
-      std::string bits = std::to_string(vw * 32);
-      f->addFnAttr("prefer-vector-width", bits);
-      f->addFnAttr("min-legal-vector-width", bits);
-    }
-    for (unsigned i : {0u, 4u, 5u}) {
-      f->addParamAttr(i, llvm::Attribute::NoAlias);
-    }
-    llvm::IRBuilder<> b(llvm::BasicBlock::Create(ctx_, "entry", f));
-    llvm::Value *a = f->getArg(0), *lda = f->getArg(1), *ka = f->getArg(2),
-                *rows = f->getArg(3), *panel = f->getArg(4),
-                *c = f->getArg(5), *kc = f->getArg(6);
-    std::vector<llvm::Value *> aRows;
-    llvm::Value *last = b.CreateSub(rows, llvm::ConstantInt::get(idxTy_, 1));
-    for (unsigned r = 0; r < mr; ++r) {
-      llvm::Value *rr = llvm::ConstantInt::get(idxTy_, r);
-      rr = b.CreateSelect(b.CreateICmpSLT(rr, rows), rr, last);
-      aRows.push_back(b.CreateInBoundsGEP(f32, a, b.CreateMul(rr, lda)));
-    }
-    auto cSlot = [&](unsigned r, unsigned v) {
-      return b.CreateInBoundsGEP(
-          f32, c, llvm::ConstantInt::get(idxTy_, int64_t(r) * ldc + v * vw));
-    };
-    std::vector<llvm::Value *> init;
-    for (unsigned r = 0; r < mr; ++r) {
-      for (unsigned v = 0; v < nv; ++v) {
-        init.push_back(b.CreateAlignedLoad(vec, cSlot(r, v), llvm::Align(4)));
-      }
-    }
-    llvm::BasicBlock *pre = b.GetInsertBlock();
-    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "k", f);
-    llvm::BasicBlock *body = llvm::BasicBlock::Create(ctx_, "k_body", f);
-    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "k_exit", f);
-    b.CreateBr(header);
-    b.SetInsertPoint(header);
-    llvm::PHINode *k = b.CreatePHI(idxTy_, 2);
-    k->addIncoming(llvm::ConstantInt::get(idxTy_, 0), pre);
-    std::vector<llvm::PHINode *> acc;
-    for (llvm::Value *v : init) {
-      llvm::PHINode *phi = b.CreatePHI(vec, 2);
-      phi->addIncoming(v, pre);
-      acc.push_back(phi);
-    }
-    b.CreateCondBr(b.CreateICmpSLT(k, kc), body, exit);
-    b.SetInsertPoint(body);
-    std::vector<llvm::Value *> bv;
-    llvm::Value *bRow = b.CreateInBoundsGEP(
-        f32, panel, b.CreateMul(k, llvm::ConstantInt::get(idxTy_, ldb)));
-    for (unsigned v = 0; v < nv; ++v) {
-      bv.push_back(b.CreateAlignedLoad(
-          vec,
-          b.CreateInBoundsGEP(f32, bRow, llvm::ConstantInt::get(idxTy_, v * vw)),
-          llvm::Align(4)));
-    }
-    if (prefetchB) {
-      // Rows of b kPrefetchRows steps ahead: they are a few KiB apart, too
-      // far for the hardware's stride prefetcher (1.84 -> 1.74 ms on the
-      // 512-channel 7x7 convolution). Prefetches never fault.
-      llvm::Value *ahead = b.CreateGEP(
-          f32, panel,
-          b.CreateMul(
-              b.CreateAdd(k, llvm::ConstantInt::get(idxTy_, kPrefetchRows)),
-              llvm::ConstantInt::get(idxTy_, ldb)));
-      for (unsigned v = 0; v < nv; ++v) {
-        b.CreateIntrinsic(
-            llvm::Intrinsic::prefetch, {b.getPtrTy()},
-            {b.CreateGEP(f32, ahead, llvm::ConstantInt::get(idxTy_, v * vw)),
-             b.getInt32(0), b.getInt32(3), b.getInt32(1)});
-      }
-    }
-    llvm::Value *aAt = b.CreateMul(k, ka);
-    std::vector<llvm::Value *> next(acc.size());
-    for (unsigned r = 0; r < mr; ++r) {
-      llvm::Value *s = b.CreateLoad(f32, b.CreateInBoundsGEP(f32, aRows[r], aAt));
-      llvm::Value *splat = vw == 1 ? s : b.CreateVectorSplat(vw, s);
-      for (unsigned v = 0; v < nv; ++v) {
-        next[r * nv + v] = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec},
-                                             {splat, bv[v], acc[r * nv + v]});
-      }
-    }
-    llvm::Value *kNext =
-        b.CreateAdd(k, llvm::ConstantInt::get(idxTy_, 1), "", true, true);
-    k->addIncoming(kNext, b.GetInsertBlock());
-    for (size_t i = 0; i < acc.size(); ++i) {
-      acc[i]->addIncoming(next[i], b.GetInsertBlock());
-    }
-    llvm::BranchInst *latch = b.CreateBr(header);
-    if (vw == 1) {
-      // Scalar FPUs: four reduction steps per iteration so the row-pointer
-      // increments and the branch are paid once per 4 x MR x NR products.
-      // The Arm backend unrolls like this on its own; generic RV32 does not
-      // (30 -> 25.5 instructions per step of 16 products).
-      llvm::Metadata *count[] = {
-          llvm::MDString::get(ctx_, "llvm.loop.unroll.count"),
-          llvm::ConstantAsMetadata::get(b.getInt32(4))};
-      llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx_, count)};
-      llvm::MDNode *id = llvm::MDNode::getDistinct(ctx_, ops);
-      id->replaceOperandWith(0, id);
-      latch->setMetadata(llvm::LLVMContext::MD_loop, id);
-    }
-    b.SetInsertPoint(exit);
-    for (unsigned r = 0; r < mr; ++r) {
-      for (unsigned v = 0; v < nv; ++v) {
-        b.CreateAlignedStore(acc[r * nv + v], cSlot(r, v), llvm::Align(4));
-      }
-    }
-    b.CreateRetVoid();
-    return f;
+    return microkernelFor(m_, shape_.vectorWidth, name, mr, nv, ldb, ldc,
+                          prefetchB ? kPrefetchRows : 0);
   }
 
   const GemmPlan &plan_;
@@ -860,6 +870,17 @@ private:
 };
 
 } // namespace
+
+llvm::Function *packedGemmKernel(llvm::Module &module,
+                                const GemmKernelShape &shape, unsigned nv,
+                                int64_t ld) {
+  std::string name = "osprey_gemm_" + std::to_string(shape.mr) + "x" +
+                     std::to_string(nv * shape.vectorWidth) + "_ld" +
+                     std::to_string(ld) + "_" +
+                     std::to_string(shape.vectorWidth * shape.nv);
+  return microkernelFor(module, shape.vectorWidth, name, shape.mr, nv, ld, ld,
+                        0);
+}
 
 absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
                                     const dispatch::DispatchRegion &region,

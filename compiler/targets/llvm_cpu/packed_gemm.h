@@ -35,6 +35,18 @@ GemmKernelShape gemmKernelShape(llvm::StringRef triple,
 // with 512).
 unsigned preferredVectorBits(llvm::StringRef triple, llvm::StringRef features);
 
+// The packed path's microkernel for |shape| with |nv| vectors per row (nv
+// is shape.nv, or 1 for a last column chunk no wider than one vector), one
+// internal function of |module| per shape and |ld|:
+//   void k(const float* a, idx lda, idx ka, idx rows, const float* b,
+//          float* c, idx kc)
+//   c[r][0..nv*VW) += sum_k a[min(r, rows-1)*lda + k*ka] * b[k][0..nv*VW)
+// for r < shape.mr, rows of b and of c |ld| floats apart. Other tile
+// emitters reuse it for their own matrix products.
+llvm::Function *packedGemmKernel(llvm::Module &module,
+                                 const GemmKernelShape &shape, unsigned nv,
+                                 int64_t ld);
+
 // If the region's root has a structured::GemmPlan and its scratch fits the
 // target's budget, emits the workgroup's tile at the builder's insertion
 // point (inside |fn|, loop ranges [lo[d], hi[d]) per root loop) as packed

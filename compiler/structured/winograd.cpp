@@ -1,0 +1,219 @@
+// Recognition of 3x3 stride-1 convolutions for Winograd F(2x2, 3x3) and
+// the compile-time transform of their weights.
+//
+// F(2x2, 3x3) computes a 2x2 block of outputs from a 4x4 input patch d as
+// A^T [(G g G^T) .* (B^T d B)] A: 16 multiplies instead of 36. Summed over
+// input channels, the 16 element-wise products become 16 independent
+// matrix products U_k[co][ci] x V_k[ci][tile], so a code generator runs its
+// matrix-product microkernel on them; U = G g G^T is computed here, once,
+// at compile time.
+#include "compiler/structured/winograd.h"
+
+#include <cstring>
+
+#include "llvm/Support/CommandLine.h"
+
+namespace osprey::compiler::structured {
+namespace {
+
+llvm::cl::opt<bool> winogradOption(
+    "osprey-winograd",
+    llvm::cl::desc("Compute 3x3 stride-1 convolutions with enough channels "
+                   "as Winograd F(2x2, 3x3) on vector targets"),
+    llvm::cl::init(true), llvm::cl::Hidden);
+
+// Fewest output pixels: on small maps the transforms, and the partial
+// 2x2 tiles of odd maps, outweigh the saved multiplies.
+llvm::cl::opt<unsigned> minPixelsOption(
+    "osprey-winograd-min-pixels",
+    llvm::cl::desc("Fewest output pixels of a Winograd convolution"),
+    llvm::cl::init(196), llvm::cl::Hidden);
+
+// Fewest input and output channels: the input transform costs about as
+// much per input element as 16 multiply-adds per output channel, the
+// output transform about 16 per input channel.
+constexpr int64_t kMinChannels = 32;
+
+bool readsOnly(const AffineExpr &e, unsigned d) {
+  for (size_t i = 0; i < e.coeffs.size(); ++i) {
+    if (e.coeffs[i] != 0 && i != d) {
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+std::optional<WinogradPlan> planWinograd(const StructuredProgram &p,
+                                         const StructuredOp &root) {
+  if (!winogradOption || root.classify() != OpClass::Convolution ||
+      !root.body.isMultiplyAccumulate()) {
+    return std::nullopt;
+  }
+  std::optional<GemmPlan> gemm = planGemm(p, root);
+  if (!gemm || !gemm->batchLoops.empty() || gemm->kLoops.size() != 3 ||
+      root.output.map.results.size() < 2) {
+    return std::nullopt;
+  }
+  WinogradPlan plan;
+  plan.gemm = *gemm;
+  plan.co = gemm->mLoop;
+  const auto &out = root.output.map.results;
+  plan.oh = *out[out.size() - 2].asDim();
+  plan.ow = *out.back().asDim();
+  const OperandAccess &a = root.inputs[gemm->a];
+  const OperandAccess &b = root.inputs[gemm->b];
+  const TensorInfo &aInfo = p.tensors[a.tensor];
+  const TensorInfo &bInfo = p.tensors[b.tensor];
+  if (!aInfo.constant || aInfo.type.elementType() != ElementType::F32 ||
+      !aInfo.type.hasStaticShape() ||
+      aInfo.constant->size() !=
+          static_cast<size_t>(aInfo.type.numElements()) * 4 ||
+      bInfo.type.elementType() != ElementType::F32 ||
+      !bInfo.type.hasStaticShape() || (b.padValue && *b.padValue != 0.0) ||
+      b.map.results.size() < 3) {
+    return std::nullopt;
+  }
+  for (unsigned d = 0; d < root.bounds.size(); ++d) {
+    bool reduction = root.iterators[d] == IteratorType::Reduction;
+    if (!reduction && d != plan.co && d != plan.oh && d != plan.ow &&
+        root.bounds[d] != 1) {
+      return std::nullopt;
+    }
+  }
+  // B's columns: ow + kw - padW, contiguous.
+  const AffineExpr &col = b.map.results.back();
+  std::optional<unsigned> kw;
+  for (unsigned d = 0; d < col.coeffs.size(); ++d) {
+    if (col.coeffs[d] == 0 || d == plan.ow) {
+      continue;
+    }
+    if (kw || col.coeffs[d] != 1) {
+      return std::nullopt;
+    }
+    kw = d;
+  }
+  if (!kw || root.iterators[*kw] != IteratorType::Reduction ||
+      col.coeffs[plan.ow] != 1 || col.constant > 0) {
+    return std::nullopt;
+  }
+  plan.kw = *kw;
+  plan.padW = -col.constant;
+  // B's rows and channels.
+  std::optional<unsigned> kh, ci, rowResult, ciResult;
+  for (unsigned r = 0; r + 1 < b.map.results.size(); ++r) {
+    const AffineExpr &e = b.map.results[r];
+    if (e.coeffs[plan.oh] != 0) {
+      if (rowResult || e.coeffs[plan.oh] != 1 || e.constant > 0) {
+        return std::nullopt;
+      }
+      for (unsigned d = 0; d < e.coeffs.size(); ++d) {
+        if (d == plan.oh || e.coeffs[d] == 0) {
+          continue;
+        }
+        if (kh || e.coeffs[d] != 1 ||
+            root.iterators[d] != IteratorType::Reduction) {
+          return std::nullopt;
+        }
+        kh = d;
+      }
+      rowResult = r;
+      plan.padH = -e.constant;
+      continue;
+    }
+    std::optional<unsigned> dim = e.asDim();
+    if (dim && root.iterators[*dim] == IteratorType::Reduction) {
+      if (ci) {
+        return std::nullopt;
+      }
+      ci = dim;
+      ciResult = r;
+      continue;
+    }
+    // Any other result reads only parallel loops of bound 1 or constants.
+    for (unsigned d = 0; d < e.coeffs.size(); ++d) {
+      if (e.coeffs[d] != 0 && (root.iterators[d] != IteratorType::Parallel ||
+                               root.bounds[d] != 1)) {
+        return std::nullopt;
+      }
+    }
+  }
+  if (!kh || !ci || *kh == plan.kw || *ci == plan.kw || *ci == *kh) {
+    return std::nullopt;
+  }
+  plan.kh = *kh;
+  plan.ci = *ci;
+  plan.rowResult = *rowResult;
+  // The plan's reduction loops are exactly ci, kh, kw; none reads oh or ow.
+  for (unsigned d : gemm->kLoops) {
+    if (d != plan.ci && d != plan.kh && d != plan.kw) {
+      return std::nullopt;
+    }
+  }
+  if (root.bounds[plan.kh] != 3 || root.bounds[plan.kw] != 3 ||
+      !readsOnly(b.map.results[*ciResult], plan.ci) ||
+      b.map.results[*ciResult].constant != 0) {
+    return std::nullopt;
+  }
+  // Zero padding only, none wider than the window.
+  if (plan.padH > 2 || plan.padW > 2 ||
+      ((plan.padH > 0 || plan.padW > 0) && !b.padValue)) {
+    return std::nullopt;
+  }
+  plan.cin = root.bounds[plan.ci];
+  plan.cout = root.bounds[plan.co];
+  int64_t pixels = root.bounds[plan.oh] * root.bounds[plan.ow];
+  if (plan.cin < kMinChannels || plan.cout < kMinChannels ||
+      pixels < static_cast<int64_t>(minPixelsOption)) {
+    return std::nullopt;
+  }
+  return plan;
+}
+
+std::vector<float> winogradWeights(const StructuredProgram &p,
+                                   const StructuredOp &root,
+                                   const WinogradPlan &plan) {
+  const OperandAccess &a = root.inputs[plan.gemm.a];
+  const float *w =
+      reinterpret_cast<const float *>(p.tensors[a.tensor].constant->bytes().data());
+  const std::vector<int64_t> &s = plan.gemm.aStrides;
+  // G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]].
+  static constexpr double kG[4][3] = {
+      {1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+  std::vector<float> u(static_cast<size_t>(kWinogradPositions) * plan.cout *
+                       plan.cin);
+  for (int64_t co = 0; co < plan.cout; ++co) {
+    for (int64_t ci = 0; ci < plan.cin; ++ci) {
+      double g[3][3];
+      for (int kh = 0; kh < 3; ++kh) {
+        for (int kw = 0; kw < 3; ++kw) {
+          int64_t at = plan.gemm.aOffset + co * s[plan.co] +
+                       ci * s[plan.ci] + kh * s[plan.kh] + kw * s[plan.kw];
+          float v;
+          std::memcpy(&v, w + at, 4);
+          g[kh][kw] = v;
+        }
+      }
+      // G g (4 x 3), then (G g) G^T (4 x 4).
+      double gg[4][3];
+      for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 3; ++j) {
+          gg[i][j] = kG[i][0] * g[0][j] + kG[i][1] * g[1][j] +
+                     kG[i][2] * g[2][j];
+        }
+      }
+      for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 4; ++j) {
+          double v = gg[i][0] * kG[j][0] + gg[i][1] * kG[j][1] +
+                     gg[i][2] * kG[j][2];
+          u[(static_cast<size_t>(i * 4 + j) * plan.cout + co) * plan.cin +
+            ci] = static_cast<float>(v);
+        }
+      }
+    }
+  }
+  return u;
+}
+
+} // namespace osprey::compiler::structured

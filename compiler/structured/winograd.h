@@ -1,0 +1,55 @@
+// Recognition of convolutions computed as Winograd F(2x2, 3x3) and the
+// compile-time transform of their weights.
+#ifndef OSPREY_COMPILER_STRUCTURED_WINOGRAD_H_
+#define OSPREY_COMPILER_STRUCTURED_WINOGRAD_H_
+
+#include <optional>
+#include <vector>
+
+#include "compiler/structured/fusion.h"
+#include "compiler/structured/structured_ir.h"
+
+namespace osprey::compiler::structured {
+
+// A convolution root that Winograd F(2x2, 3x3) computes exactly (up to
+// rounding): out[co][oh][ow] = init + sum over ci, kh, kw of
+// w[co][ci][kh][kw] * in[ci][oh + kh - padH][ow + kw - padW] with
+//  - a GemmPlan whose A (the weights) is a constant f32 tensor read without
+//    padding and whose B (the input) is read with zero padding (or none);
+//  - reduction loops ci (bound cin), kh and kw (bound 3 each);
+//  - B's last result ow + kw - padW (contiguous input columns) and one
+//    other result oh + kh - padH (input rows); its other results read no
+//    loop but ci (one result equal to ci) and parallel loops of bound 1;
+//  - parallel loops co (the plan's mLoop, bound cout), oh and ow (the
+//    output's last two results), every other parallel loop of bound 1.
+// Stride, dilation and group are thus 1 and the window 3x3.
+struct WinogradPlan {
+  GemmPlan gemm;
+  unsigned co = 0, oh = 0, ow = 0; // parallel root loops
+  unsigned ci = 0, kh = 0, kw = 0; // reduction root loops
+  unsigned rowResult = 0;          // B's result reading oh + kh
+  int64_t padH = 0, padW = 0;      // B's zero padding above and left
+  int64_t cin = 0, cout = 0;
+};
+
+// The plan of |root| when it has the form above and Winograd pays for its
+// size (enough input and output channels and output pixels, see
+// winograd.cpp; off with --osprey-winograd=false). Code generators decide
+// whether their target gains (vector targets only).
+std::optional<WinogradPlan> planWinograd(const StructuredProgram &program,
+                                         const StructuredOp &root);
+
+// Number of transformed weight matrices (4 x 4 transform positions).
+inline constexpr int kWinogradPositions = 16;
+
+// The transformed weights U[k][co][ci] = (G g[co][ci] G^T)[k / 4][k % 4] of
+// |root| (kWinogradPositions * cout * cin floats), computed in double
+// precision from the constant A of |plan|. Requires |plan| from
+// planWinograd(|program|, |root|).
+std::vector<float> winogradWeights(const StructuredProgram &program,
+                                   const StructuredOp &root,
+                                   const WinogradPlan &plan);
+
+} // namespace osprey::compiler::structured
+
+#endif // OSPREY_COMPILER_STRUCTURED_WINOGRAD_H_

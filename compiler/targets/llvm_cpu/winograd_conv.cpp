@@ -1,0 +1,438 @@
+// Winograd F(2x2, 3x3) convolution tiles through the packed microkernel.
+//
+// Per workgroup (output channels [co0, co1), output rows [oh0, oh1),
+// columns [ow0, ow1)), in chunks of whole rows of 2x2 output tiles
+// (flattened, t = ty * tw + tx, padded to whole NR-wide panels):
+//   1. input transform, per input channel: the chunk's input rows are
+//      copied into a zero-padded plane on the stack (padding and the
+//      map's edges resolved once), then each tile's 4x4 patch d becomes
+//      B^T d B (additions only) in a loop over tiles the loop vectorizer
+//      turns into stride-2 vector loads, written as V[k][ci][t]: 16 panels
+//      in the layout the packed microkernel reads as B;
+//   2. per block of MR output channels: M[k][co][t] = U[k][co][:] x
+//      V[k][:][t] for the 16 positions k, by packedGemmKernel with the
+//      transformed weights U (structured::winogradWeights, an internal
+//      constant of the module) read in place as A;
+//   3. output transform A^T M A into output rows on the stack (a loop over
+//      tiles with stride-2 stores), then the region's epilogue along each
+//      row. Tiles past an odd edge compute junk outputs that are never
+//      stored.
+// The 16 products replace 36 multiply-adds per 2x2 outputs with 16; the
+// transforms add about 4 + 2 operations per input and output element and
+// channel, which is why structured::planWinograd asks for enough
+// channels.
+#include "compiler/targets/llvm_cpu/winograd_conv.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "compiler/structured/winograd.h"
+#include "compiler/targets/llvm_cpu/packed_gemm.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/Module.h"
+
+namespace osprey::compiler::llvm_cpu {
+namespace {
+
+using structured::kWinogradPositions;
+using structured::StructuredOp;
+using structured::WinogradPlan;
+
+// Stack bytes for the transformed input panels of one chunk: the panels
+// of a 256-channel 14x14 layer (49 tiles as 64 columns) take 1 MiB. The
+// CPU drivers run workgroups on threads with the platform's default stack
+// (8 MiB on Linux).
+constexpr int64_t kMaxPanelBytes = int64_t{1} << 20;
+
+class WinogradEmitter : public TileEmitter {
+public:
+  WinogradEmitter(const dispatch::DispatchProgram &p,
+                  const dispatch::DispatchRegion &r, llvm::IRBuilder<> &b,
+                  llvm::Function *fn, const WinogradPlan &plan,
+                  const GemmKernelShape &shape, const TileHooks &hooks)
+      : TileEmitter(p, r, b, fn, hooks), plan_(plan), shape_(shape) {
+    nr_ = shape.vectorWidth * shape.nv;
+    f32_ = b.getFloatTy();
+  }
+
+  // Static sizes; false when one row of tiles does not fit the budget.
+  bool size() {
+    twMax_ = (maxExtent(plan_.ow) + 1) / 2;
+    int64_t thMax = (maxExtent(plan_.oh) + 1) / 2;
+    for (int64_t s = thMax; s >= 1; --s) {
+      int64_t pad = (s * twMax_ + nr_ - 1) / nr_ * nr_;
+      if (kWinogradPositions * plan_.cin * pad * 4 <= kMaxPanelBytes) {
+        rowsPerChunk_ = s;
+        tPad_ = pad;
+        break;
+      }
+    }
+    return rowsPerChunk_ > 0;
+  }
+
+  absl::Status emit(llvm::ArrayRef<llvm::Value *> lo,
+                    llvm::ArrayRef<llvm::Value *> hi) {
+    const StructuredOp &op = root();
+    llvm::Value *u = weights();
+    auto scratch = [&](int64_t n, const char *name) {
+      llvm::AllocaInst *a =
+          b_.CreateAlloca(llvm::ArrayType::get(f32_, n), nullptr, name);
+      a->setAlignment(llvm::Align(64));
+      return a;
+    };
+    int64_t pitch = 2 * twMax_ + 2, zPitch = 2 * twMax_;
+    int64_t zRows = 2 * rowsPerChunk_;
+    llvm::AllocaInst *plane = scratch((zRows + 2) * pitch, "wino_plane");
+    llvm::AllocaInst *panels =
+        scratch(kWinogradPositions * plan_.cin * tPad_, "wino_panels");
+    llvm::AllocaInst *prods =
+        scratch(kWinogradPositions * shape_.mr * tPad_, "wino_products");
+    llvm::AllocaInst *rows = scratch(shape_.mr * zRows * zPitch, "wino_rows");
+
+    ivs_.assign(lo.begin(), lo.end());
+    for (unsigned d : plan_.gemm.kLoops) {
+      ivs_[d] = idx(0);
+    }
+    // Input addressing: element offset base + ci * ciStride + ih * rowStride
+    // + iw, rows in [0, inH), columns in [0, inW).
+    const structured::OperandAccess &in = op.inputs[plan_.gemm.b];
+    llvm::ArrayRef<int64_t> dims = p_.program.tensors[in.tensor].type.dims();
+    int64_t stride = 1, ciStride = 0, rowStride = 0;
+    llvm::Value *base = idx(0);
+    for (size_t k = dims.size(); k-- > 0;) {
+      const structured::AffineExpr &e = in.map.results[k];
+      if (k == plan_.rowResult) {
+        rowStride = stride;
+      } else if (e.asDim() == plan_.ci) {
+        ciStride = stride;
+      } else if (k + 1 != dims.size()) {
+        base = b_.CreateAdd(base, b_.CreateMul(evalExpr(e), idx(stride)));
+      }
+      stride *= dims[k];
+    }
+    int64_t inH = dims[plan_.rowResult], inW = dims.back();
+    llvm::Value *input = hooks_.base(in.tensor);
+
+    llvm::Value *ohLo = lo[plan_.oh], *owLo = lo[plan_.ow];
+    llvm::Value *owExt = b_.CreateSub(hi[plan_.ow], owLo);
+    llvm::Value *tw = b_.CreateUDiv(b_.CreateAdd(owExt, idx(1)), idx(2));
+    llvm::Value *th = b_.CreateUDiv(
+        b_.CreateAdd(b_.CreateSub(hi[plan_.oh], ohLo), idx(1)), idx(2));
+    llvm::Value *cols = b_.CreateAdd(b_.CreateMul(tw, idx(2)), idx(2));
+    // Plane columns c read input column owLo - padW + c; [c0, c1) are
+    // inside the input.
+    llvm::Value *iw0 = b_.CreateSub(owLo, idx(plan_.padW));
+    llvm::Value *c0 = smin(smax(b_.CreateSub(idx(0), iw0), idx(0)), cols);
+    llvm::Value *c1 = smax(smin(b_.CreateSub(idx(inW), iw0), cols), c0);
+    llvm::Value *mExt = b_.CreateSub(hi[plan_.co], lo[plan_.co]);
+    llvm::Value *mBlocks = ceilDiv(mExt, shape_.mr);
+    llvm::Value *chunks = ceilDiv(th, rowsPerChunk_);
+    absl::Status status = absl::OkStatus();
+
+    loop(idx(0), chunks, [&](llvm::Value *chunk) {
+      llvm::Value *tr0 = b_.CreateMul(chunk, idx(rowsPerChunk_));
+      llvm::Value *ths = smin(b_.CreateSub(th, tr0), idx(rowsPerChunk_));
+      llvm::Value *tiles = b_.CreateMul(ths, tw);
+      llvm::Value *tilesPad = b_.CreateMul(ceilDiv(tiles, nr_), idx(nr_));
+      llvm::Value *orow0 = b_.CreateAdd(ohLo, b_.CreateMul(tr0, idx(2)));
+      // Panel columns past the last tile: zero, so the products there are
+      // finite (they are never stored).
+      loop(idx(0), idx(kWinogradPositions * plan_.cin), [&](llvm::Value *row) {
+        llvm::Value *at = b_.CreateMul(row, idx(tPad_));
+        loop(tiles, tilesPad, [&](llvm::Value *t) {
+          b_.CreateStore(llvm::ConstantFP::get(f32_, 0.0),
+                         b_.CreateInBoundsGEP(f32_, panels,
+                                              b_.CreateAdd(at, t)));
+        });
+      });
+      // 1. Input transform, channel by channel.
+      loop(idx(0), idx(plan_.cin), [&](llvm::Value *ci) {
+        fillPlane(plane, input, base, ci, ciStride, rowStride, inH,
+                  b_.CreateSub(orow0, idx(plan_.padH)),
+                  b_.CreateAdd(b_.CreateMul(ths, idx(2)), idx(2)), pitch,
+                  iw0, cols, c0, c1);
+        loop(idx(0), ths, [&](llvm::Value *ty) {
+          llvm::Value *rowAt = b_.CreateMul(ty, idx(2 * pitch));
+          llvm::Value *tAt = b_.CreateMul(ty, tw);
+          loop(idx(0), tw, [&](llvm::Value *tx) {
+            inputTile(plane, b_.CreateAdd(rowAt, b_.CreateMul(tx, idx(2))),
+                      pitch, panels, ci, b_.CreateAdd(tAt, tx));
+          });
+        });
+      });
+      // 2. and 3. per block of output channels.
+      loop(idx(0), mBlocks, [&](llvm::Value *mb) {
+        llvm::Value *m0 = b_.CreateMul(mb, idx(shape_.mr));
+        llvm::Value *rowsM = smin(b_.CreateSub(mExt, m0), idx(shape_.mr));
+        llvm::Value *co = b_.CreateAdd(lo[plan_.co], m0);
+        loop(idx(0), idx(kWinogradPositions * shape_.mr * tPad_),
+             [&](llvm::Value *i) {
+               b_.CreateStore(llvm::ConstantFP::get(f32_, 0.0),
+                              b_.CreateInBoundsGEP(f32_, prods, i));
+             });
+        products(u, co, rowsM, panels, prods, tiles);
+        loop(idx(0), rowsM, [&](llvm::Value *r) {
+          llvm::Value *mAt = b_.CreateMul(r, idx(tPad_));
+          llvm::Value *zAt = b_.CreateMul(r, idx(zRows * zPitch));
+          loop(idx(0), ths, [&](llvm::Value *ty) {
+            llvm::Value *tAt = b_.CreateMul(ty, tw);
+            llvm::Value *zRow =
+                b_.CreateAdd(zAt, b_.CreateMul(ty, idx(2 * zPitch)));
+            loop(idx(0), tw, [&](llvm::Value *tx) {
+              outputTile(prods, b_.CreateAdd(mAt, b_.CreateAdd(tAt, tx)),
+                         rows, b_.CreateAdd(zRow, b_.CreateMul(tx, idx(2))),
+                         zPitch);
+            });
+          });
+        });
+        // Epilogue along each output row.
+        llvm::Value *oyEnd =
+            smin(b_.CreateMul(ths, idx(2)), b_.CreateSub(hi[plan_.oh], orow0));
+        loop(idx(0), rowsM, [&](llvm::Value *r) {
+          ivs_[plan_.co] = b_.CreateAdd(co, r);
+          llvm::Value *zAt = b_.CreateMul(r, idx(zRows * zPitch));
+          loop(idx(0), oyEnd, [&](llvm::Value *oy) {
+            ivs_[plan_.oh] = b_.CreateAdd(orow0, oy);
+            llvm::Value *zRow = b_.CreateAdd(zAt, b_.CreateMul(oy, idx(zPitch)));
+            loop(
+                idx(0), owExt,
+                [&](llvm::Value *ox) {
+                  ivs_[plan_.ow] = b_.CreateAdd(owLo, ox);
+                  llvm::Value *v = b_.CreateAlignedLoad(
+                      f32_,
+                      b_.CreateInBoundsGEP(f32_, rows, b_.CreateAdd(zRow, ox)),
+                      llvm::Align(4));
+                  if (*op.init != 0.0) {
+                    v = b_.CreateFAdd(v, llvm::ConstantFP::get(f32_, *op.init));
+                  }
+                  if (status.ok()) {
+                    status = hooks_.finish(v, ivs_);
+                  }
+                },
+                LoopHint::kNoInterleave);
+          });
+        });
+        ivs_[plan_.co] = lo[plan_.co];
+        ivs_[plan_.oh] = lo[plan_.oh];
+        ivs_[plan_.ow] = lo[plan_.ow];
+      });
+    });
+    return status;
+  }
+
+private:
+  // The transformed weights U[k][co][ci] as an internal constant of the
+  // module, one per weight tensor.
+  llvm::Value *weights() {
+    unsigned tensor = root().inputs[plan_.gemm.a].tensor;
+    std::string name = "osprey_winograd_u" + std::to_string(tensor);
+    if (llvm::GlobalVariable *g = m_.getNamedGlobal(name)) {
+      return g;
+    }
+    std::vector<float> u =
+        structured::winogradWeights(p_.program, root(), plan_);
+    llvm::Constant *data = llvm::ConstantDataArray::get(ctx_, u);
+    auto *g = new llvm::GlobalVariable(m_, data->getType(), /*isConstant=*/true,
+                                       llvm::GlobalValue::InternalLinkage,
+                                       data, name);
+    g->setAlignment(llvm::Align(64));
+    g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+    return g;
+  }
+
+  // Copies rows [ih0, ih0 + nRows) of input channel |ci| into |plane|
+  // (|pitch| floats per row), plane column c from input column iw0 + c for
+  // c in [0, cols); zeros outside the input ([c0, c1) is inside).
+  void fillPlane(llvm::Value *plane, llvm::Value *input, llvm::Value *base,
+                 llvm::Value *ci, int64_t ciStride, int64_t rowStride,
+                 int64_t inH, llvm::Value *ih0, llvm::Value *nRows,
+                 int64_t pitch, llvm::Value *iw0, llvm::Value *cols,
+                 llvm::Value *c0, llvm::Value *c1) {
+    llvm::Value *chan = b_.CreateAdd(base, b_.CreateMul(ci, idx(ciStride)));
+    llvm::Value *zero = llvm::ConstantFP::get(f32_, 0.0);
+    loop(idx(0), nRows, [&](llvm::Value *r) {
+      llvm::Value *ih = b_.CreateAdd(ih0, r);
+      llvm::Value *at = b_.CreateMul(r, idx(pitch));
+      llvm::Value *inside = b_.CreateICmpULT(ih, idx(inH));
+      llvm::Value *from = b_.CreateSelect(inside, c0, cols);
+      llvm::Value *to = b_.CreateSelect(inside, c1, cols);
+      auto store = [&](llvm::Value *c, llvm::Value *v) {
+        b_.CreateStore(v,
+                       b_.CreateInBoundsGEP(f32_, plane, b_.CreateAdd(at, c)));
+      };
+      loop(idx(0), from, [&](llvm::Value *c) { store(c, zero); });
+      llvm::Value *src = b_.CreateAdd(
+          b_.CreateAdd(chan, b_.CreateMul(ih, idx(rowStride))), iw0);
+      loop(from, to, [&](llvm::Value *c) {
+        store(c, b_.CreateLoad(f32_, b_.CreateInBoundsGEP(
+                                         f32_, input, b_.CreateAdd(src, c))));
+      });
+      loop(to, cols, [&](llvm::Value *c) { store(c, zero); });
+    });
+  }
+
+  // B^T d B for the 4x4 patch at |at| of |plane|, stored as
+  // panels[(k * cin + ci) * tPad + t].
+  void inputTile(llvm::Value *plane, llvm::Value *at, int64_t pitch,
+                 llvm::Value *panels, llvm::Value *ci, llvm::Value *t) {
+    llvm::Value *d[4][4];
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        d[i][j] = b_.CreateLoad(
+            f32_, b_.CreateInBoundsGEP(f32_, plane,
+                                       b_.CreateAdd(at, idx(i * pitch + j))));
+      }
+    }
+    // Rows: B^T d.
+    llvm::Value *x[4][4];
+    for (int j = 0; j < 4; ++j) {
+      x[0][j] = b_.CreateFSub(d[0][j], d[2][j]);
+      x[1][j] = b_.CreateFAdd(d[1][j], d[2][j]);
+      x[2][j] = b_.CreateFSub(d[2][j], d[1][j]);
+      x[3][j] = b_.CreateFSub(d[1][j], d[3][j]);
+    }
+    llvm::Value *chan = b_.CreateAdd(b_.CreateMul(ci, idx(tPad_)), t);
+    for (int i = 0; i < 4; ++i) {
+      llvm::Value *v[4] = {b_.CreateFSub(x[i][0], x[i][2]),
+                           b_.CreateFAdd(x[i][1], x[i][2]),
+                           b_.CreateFSub(x[i][2], x[i][1]),
+                           b_.CreateFSub(x[i][1], x[i][3])};
+      for (int j = 0; j < 4; ++j) {
+        int64_t k = i * 4 + j;
+        b_.CreateStore(v[j], b_.CreateInBoundsGEP(
+                                 f32_, panels,
+                                 b_.CreateAdd(chan, idx(k * plan_.cin * tPad_))));
+      }
+    }
+  }
+
+  // prods[k][r][t] += U[k][co + r][:] x panels[k][:][t] for the 16
+  // positions, r < rowsM, in NR-wide column chunks over |tiles| columns.
+  void products(llvm::Value *u, llvm::Value *co, llvm::Value *rowsM,
+                llvm::Value *panels, llvm::Value *prods, llvm::Value *tiles) {
+    llvm::Value *nChunks = ceilDiv(tiles, nr_);
+    loop(idx(0), idx(kWinogradPositions), [&](llvm::Value *k) {
+      llvm::Value *a = b_.CreateInBoundsGEP(
+          f32_, u,
+          b_.CreateMul(b_.CreateAdd(b_.CreateMul(k, idx(plan_.cout)), co),
+                       idx(plan_.cin)));
+      llvm::Value *bk = b_.CreateMul(k, idx(plan_.cin * tPad_));
+      llvm::Value *ck = b_.CreateMul(k, idx(shape_.mr * tPad_));
+      loop(idx(0), nChunks, [&](llvm::Value *c) {
+        llvm::Value *col = b_.CreateMul(c, idx(nr_));
+        llvm::SmallVector<llvm::Value *, 8> args = {
+            a,
+            idx(plan_.cin),
+            idx(1),
+            rowsM,
+            b_.CreateInBoundsGEP(f32_, panels, b_.CreateAdd(bk, col)),
+            b_.CreateInBoundsGEP(f32_, prods, b_.CreateAdd(ck, col)),
+            idx(plan_.cin)};
+        if (shape_.nv == 1) {
+          b_.CreateCall(packedGemmKernel(m_, shape_, shape_.nv, tPad_), args);
+          return;
+        }
+        // A last chunk no wider than one vector runs the narrow kernel.
+        llvm::Value *narrow = b_.CreateICmpSLE(b_.CreateSub(tiles, col),
+                                               idx(shape_.vectorWidth));
+        llvm::BasicBlock *wide =
+            llvm::BasicBlock::Create(ctx_, "wino_wide", fn_);
+        llvm::BasicBlock *thin =
+            llvm::BasicBlock::Create(ctx_, "wino_narrow", fn_);
+        llvm::BasicBlock *join =
+            llvm::BasicBlock::Create(ctx_, "wino_join", fn_);
+        b_.CreateCondBr(narrow, thin, wide);
+        b_.SetInsertPoint(wide);
+        b_.CreateCall(packedGemmKernel(m_, shape_, shape_.nv, tPad_), args);
+        b_.CreateBr(join);
+        b_.SetInsertPoint(thin);
+        b_.CreateCall(packedGemmKernel(m_, shape_, 1, tPad_), args);
+        b_.CreateBr(join);
+        b_.SetInsertPoint(join);
+      });
+    });
+  }
+
+  // A^T m A for the tile at |at| of |prods| (positions tPad * mr apart),
+  // stored as the 2x2 block at |zAt| of |rows| (|zPitch| floats per row).
+  void outputTile(llvm::Value *prods, llvm::Value *at, llvm::Value *rows,
+                  llvm::Value *zAt, int64_t zPitch) {
+    llvm::Value *m[4][4];
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        int64_t k = i * 4 + j;
+        m[i][j] = b_.CreateLoad(
+            f32_, b_.CreateInBoundsGEP(
+                      f32_, prods,
+                      b_.CreateAdd(at, idx(k * shape_.mr * tPad_))));
+      }
+    }
+    // Rows: A^T m.
+    llvm::Value *s[2][4];
+    for (int j = 0; j < 4; ++j) {
+      s[0][j] = b_.CreateFAdd(b_.CreateFAdd(m[0][j], m[1][j]), m[2][j]);
+      s[1][j] = b_.CreateFSub(b_.CreateFSub(m[1][j], m[2][j]), m[3][j]);
+    }
+    for (int i = 0; i < 2; ++i) {
+      llvm::Value *y0 = b_.CreateFAdd(b_.CreateFAdd(s[i][0], s[i][1]), s[i][2]);
+      llvm::Value *y1 = b_.CreateFSub(b_.CreateFSub(s[i][1], s[i][2]), s[i][3]);
+      llvm::Value *row = b_.CreateAdd(zAt, idx(i * zPitch));
+      b_.CreateStore(y0, b_.CreateInBoundsGEP(f32_, rows, row));
+      b_.CreateStore(y1, b_.CreateInBoundsGEP(f32_, rows,
+                                              b_.CreateAdd(row, idx(1))));
+    }
+  }
+
+  const WinogradPlan &plan_;
+  GemmKernelShape shape_;
+  llvm::Type *f32_ = nullptr;
+  int64_t nr_ = 0;
+  // Widest row of tiles, tile rows per chunk and panel width (tiles of a
+  // chunk padded to whole NR-wide chunks).
+  int64_t twMax_ = 0, rowsPerChunk_ = 0, tPad_ = 0;
+};
+
+} // namespace
+
+absl::StatusOr<bool> emitWinogradConv(const dispatch::DispatchProgram &program,
+                                      const dispatch::DispatchRegion &region,
+                                      llvm::IRBuilder<> &builder,
+                                      llvm::Function *fn,
+                                      llvm::ArrayRef<llvm::Value *> lo,
+                                      llvm::ArrayRef<llvm::Value *> hi,
+                                      const TileHooks &hooks) {
+  const StructuredOp &root = program.program.ops[region.ops[0]];
+  if (!allF32(program, root)) {
+    return false;
+  }
+  llvm::StringRef features;
+  if (auto *md = llvm::dyn_cast_or_null<llvm::MDString>(
+          fn->getParent()->getModuleFlag(kTargetFeaturesFlag))) {
+    features = md->getString();
+  }
+  GemmKernelShape shape =
+      gemmKernelShape(fn->getParent()->getTargetTriple(), features);
+  if (shape.vectorWidth == 1) {
+    // Scalar FPUs (Cortex-M4F, RV32F): small stacks, and flash for the
+    // 16/9 larger weights.
+    return false;
+  }
+  std::optional<WinogradPlan> plan =
+      structured::planWinograd(program.program, root);
+  if (!plan) {
+    return false;
+  }
+  WinogradEmitter emitter(program, region, builder, fn, *plan, shape, hooks);
+  if (!emitter.size()) {
+    return false;
+  }
+  absl::Status status = emitter.emit(lo, hi);
+  if (!status.ok()) {
+    return status;
+  }
+  return true;
+}
+
+} // namespace osprey::compiler::llvm_cpu

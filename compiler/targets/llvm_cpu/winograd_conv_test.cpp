@@ -1,0 +1,192 @@
+// Runs 3x3 stride-1 convolutions with constant weights compiled through the
+// Winograd F(2x2, 3x3) path (winograd_conv.h) on AVX-512 (host, when the
+// CPU has it) and AVX2 (x86_64) against double-precision references, with
+// bias, ReLU and residual epilogues, odd maps (partial 2x2 tiles) and
+// channel counts that are no multiple of a vector.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "compiler/targets/llvm_cpu/testing/compiled_graph.h"
+#include "gtest/gtest.h"
+
+namespace osprey::compiler::llvm_cpu {
+namespace {
+
+using testing::CompiledGraph;
+using testing::CompileOptions;
+using testing::dims;
+using testing::randomData;
+
+struct Case {
+  int ci, h, w, co, pad;
+  int oh() const { return h + 2 * pad - 2; }
+  int ow() const { return w + 2 * pad - 2; }
+};
+
+std::string denseText(const std::vector<float> &v) {
+  std::string s = "dense<[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    s += (i ? ", " : "") + std::to_string(v[i]);
+  }
+  return s + "]>";
+}
+
+// Conv(x, constant w, constant b), then Relu ("relu") or + r then Relu
+// ("residual", r a graph input of the output's shape).
+std::string graphText(const Case &t, const std::string &epilogue,
+                      const std::vector<float> &w,
+                      const std::vector<float> &b) {
+  std::string y = dims({1, t.co, t.oh(), t.ow()});
+  std::string p = std::to_string(t.pad);
+  std::string text =
+      "graph @wino(%x: tensor<" + dims({1, t.ci, t.h, t.w}) + "xf32>" +
+      (epilogue == "residual" ? ", %r: tensor<" + y + "xf32>" : "") +
+      ") {\n  %w = Constant() {value = " + denseText(w) + "} : tensor<" +
+      dims({t.co, t.ci, 3, 3}) + "xf32>\n  %b = Constant() {value = " +
+      denseText(b) + "} : tensor<" + std::to_string(t.co) +
+      "xf32>\n  %c = Conv(%x, %w, %b) {pads = [" + p + ", " + p + ", " + p +
+      ", " + p + "], strides = [1, 1]} : tensor<" + y +
+      "xf32> loc(\"conv\")\n";
+  if (epilogue == "residual") {
+    text += "  %s = Add(%c, %r) : tensor<" + y + "xf32>\n";
+    text += "  %y = Relu(%s) : tensor<" + y + "xf32>\n";
+  } else {
+    text += "  %y = Relu(%c) : tensor<" + y + "xf32>\n";
+  }
+  return text + "  return %y\n}";
+}
+
+// The values the graph computes, in double precision; |magnitude| receives
+// per output the sum of the magnitudes of its terms (the scale of the f32
+// rounding error).
+std::vector<double> reference(const Case &t, const std::vector<float> &x,
+                              const std::vector<float> &w,
+                              const std::vector<float> &b,
+                              const std::vector<float> &r,
+                              std::vector<double> &magnitude) {
+  std::vector<double> y(size_t(t.co) * t.oh() * t.ow());
+  magnitude.assign(y.size(), 0);
+  for (int m = 0; m < t.co; ++m) {
+    for (int oh = 0; oh < t.oh(); ++oh) {
+      for (int ow = 0; ow < t.ow(); ++ow) {
+        double acc = b[m], mag = std::fabs(b[m]);
+        for (int c = 0; c < t.ci; ++c) {
+          for (int kh = 0; kh < 3; ++kh) {
+            for (int kw = 0; kw < 3; ++kw) {
+              int ih = oh + kh - t.pad, iw = ow + kw - t.pad;
+              if (ih < 0 || ih >= t.h || iw < 0 || iw >= t.w) {
+                continue;
+              }
+              double term = double(x[(size_t(c) * t.h + ih) * t.w + iw]) *
+                            w[((size_t(m) * t.ci + c) * 3 + kh) * 3 + kw];
+              acc += term;
+              mag += std::fabs(term);
+            }
+          }
+        }
+        size_t at = (size_t(m) * t.oh() + oh) * t.ow() + ow;
+        if (!r.empty()) {
+          acc += r[at];
+          mag += std::fabs(r[at]);
+        }
+        y[at] = std::max(acc, 0.0);
+        magnitude[at] = mag;
+      }
+    }
+  }
+  return y;
+}
+
+// Compiles |t| for |target| with the Winograd path for maps of any size,
+// checks that it generated the convolution (the transformed weights are
+// in the IR) and compares with the reference.
+void check(const Case &t, const char *target,
+           const std::string &epilogue = "relu") {
+  SCOPED_TRACE(std::string(target) + " " + epilogue + " ci " +
+               std::to_string(t.ci) + " map " + std::to_string(t.h) + "x" +
+               std::to_string(t.w) + " co " + std::to_string(t.co) + " pad " +
+               std::to_string(t.pad));
+  auto x = randomData(size_t(t.ci) * t.h * t.w, 1);
+  auto w = randomData(size_t(t.co) * t.ci * 9, 2);
+  auto b = randomData(t.co, 3);
+  std::vector<float> r;
+  std::vector<std::vector<float>> inputs = {x};
+  if (epilogue == "residual") {
+    r = randomData(size_t(t.co) * t.oh() * t.ow(), 4);
+    inputs.push_back(r);
+  }
+  CompiledGraph c;
+  CompileOptions options;
+  options.target = target;
+  options.unsignedOptions = {{"osprey-winograd-min-pixels", 1}};
+  absl::Status s = c.compile(graphText(t, epilogue, w, b), options);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(c.program().regions.size(), 1u) << "the epilogue is fused";
+  EXPECT_NE(c.ir().find("@osprey_winograd_u"), std::string::npos)
+      << "the Winograd path generated the convolution";
+  std::vector<float> got = c.run(inputs)[0];
+  std::vector<double> magnitude;
+  std::vector<double> want = reference(t, x, w, b, r, magnitude);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], 2e-6 * (1 + magnitude[i]))
+        << "element " << i;
+  }
+}
+
+// Odd maps leave partial 2x2 tiles at the right and bottom edges; a map one
+// pixel wide has tiles of one valid column; channel counts are no multiple
+// of a vector or of the microkernel's rows.
+const Case kCases[] = {
+    {40, 14, 14, 48, 1}, // 49 tiles: two panels, the second one column
+    {33, 7, 7, 35, 1},   // 16 tiles (one vector: the narrow kernel)
+    {32, 9, 13, 40, 1},  // odd rows and columns
+    {36, 13, 1, 33, 1},  // one pixel wide
+    {32, 10, 12, 37, 0}, // no padding: 8x10 outputs
+    {34, 15, 9, 32, 0},  // no padding, odd: 13x7 outputs
+    {32, 56, 20, 32, 1}, // several workgroups of row bands
+};
+
+TEST(WinogradConvTest, Avx512MatchesReference) {
+  for (const Case &t : kCases) {
+    check(t, "host");
+  }
+}
+
+TEST(WinogradConvTest, Avx2MatchesReference) {
+  for (const Case &t : kCases) {
+    check(t, "x86_64");
+  }
+}
+
+TEST(WinogradConvTest, ResidualEpilogueMatchesReference) {
+  for (const char *target : {"host", "x86_64"}) {
+    check({40, 14, 14, 48, 1}, target, "residual");
+    check({32, 9, 13, 40, 1}, target, "residual");
+  }
+}
+
+// Scalar targets, the switch and too few channels keep the packed path.
+TEST(WinogradConvTest, OtherConvolutionsKeepThePackedPath) {
+  auto compile = [](const Case &t, const char *target, bool winograd) {
+    CompiledGraph c;
+    CompileOptions options;
+    options.target = target;
+    options.load = false;
+    options.boolOptions = {{"osprey-winograd", winograd}};
+    options.unsignedOptions = {{"osprey-winograd-min-pixels", 1}};
+    std::vector<float> w(size_t(t.co) * t.ci * 9, 0.5f), b(t.co, 0.25f);
+    absl::Status s = c.compile(graphText(t, "relu", w, b), options);
+    EXPECT_TRUE(s.ok()) << s.message();
+    return c.ir().find("@osprey_winograd_u") != std::string::npos;
+  };
+  EXPECT_TRUE(compile({32, 14, 14, 32, 1}, "x86_64", true));
+  EXPECT_FALSE(compile({32, 14, 14, 32, 1}, "x86_64", false));
+  EXPECT_FALSE(compile({32, 14, 14, 32, 1}, "armv7em", true));
+  EXPECT_FALSE(compile({32, 14, 14, 16, 1}, "x86_64", true));
+  EXPECT_FALSE(compile({16, 14, 14, 32, 1}, "x86_64", true));
+}
+
+} // namespace
+} // namespace osprey::compiler::llvm_cpu
