@@ -84,7 +84,8 @@ public:
     };
     int64_t pitch = 2 * twMax_ + 2, zPitch = 2 * twMax_;
     int64_t zRows = 2 * rowsPerChunk_;
-    llvm::AllocaInst *plane = scratch((zRows + 2) * pitch, "wino_plane");
+    int64_t planeSize = (zRows + 2) * pitch;
+    llvm::AllocaInst *plane = scratch(plan_.cin * planeSize, "wino_plane");
     llvm::AllocaInst *panels =
         scratch(kWinogradPositions * plan_.cin * tPad_, "wino_panels");
     llvm::AllocaInst *prods =
@@ -147,19 +148,30 @@ public:
                                               b_.CreateAdd(at, t)));
         });
       });
-      // 1. Input transform, channel by channel.
+      // 1. Input transform: all planes first, then all tiles (a tile's
+      // wide loads right after the copy's narrower stores of the same
+      // plane would miss store forwarding).
       loop(idx(0), idx(plan_.cin), [&](llvm::Value *ci) {
-        fillPlane(plane, input, base, ci, ciStride, rowStride, inH,
+        fillPlane(b_.CreateInBoundsGEP(f32_, plane,
+                                       b_.CreateMul(ci, idx(planeSize))),
+                  input, base, ci, ciStride, rowStride, inH,
                   b_.CreateSub(orow0, idx(plan_.padH)),
                   b_.CreateAdd(b_.CreateMul(ths, idx(2)), idx(2)), pitch,
                   iw0, cols, c0, c1);
+      });
+      loop(idx(0), idx(plan_.cin), [&](llvm::Value *ci) {
+        llvm::Value *ciAt = b_.CreateMul(ci, idx(planeSize));
         loop(idx(0), ths, [&](llvm::Value *ty) {
-          llvm::Value *rowAt = b_.CreateMul(ty, idx(2 * pitch));
+          llvm::Value *rowAt = b_.CreateAdd(ciAt, b_.CreateMul(ty, idx(2 * pitch)));
           llvm::Value *tAt = b_.CreateMul(ty, tw);
-          loop(idx(0), tw, [&](llvm::Value *tx) {
-            inputTile(plane, b_.CreateAdd(rowAt, b_.CreateMul(tx, idx(2))),
-                      pitch, panels, ci, b_.CreateAdd(tAt, tx));
-          });
+          loop(
+              idx(0), tw,
+              [&](llvm::Value *tx) {
+                inputTile(plane,
+                          b_.CreateAdd(rowAt, b_.CreateMul(tx, idx(2))), pitch,
+                          panels, ci, b_.CreateAdd(tAt, tx));
+              },
+              LoopHint::kNoInterleave);
         });
       });
       // 2. and 3. per block of output channels.
@@ -180,11 +192,15 @@ public:
             llvm::Value *tAt = b_.CreateMul(ty, tw);
             llvm::Value *zRow =
                 b_.CreateAdd(zAt, b_.CreateMul(ty, idx(2 * zPitch)));
-            loop(idx(0), tw, [&](llvm::Value *tx) {
-              outputTile(prods, b_.CreateAdd(mAt, b_.CreateAdd(tAt, tx)),
-                         rows, b_.CreateAdd(zRow, b_.CreateMul(tx, idx(2))),
-                         zPitch);
-            });
+            loop(
+                idx(0), tw,
+                [&](llvm::Value *tx) {
+                  outputTile(prods, b_.CreateAdd(mAt, b_.CreateAdd(tAt, tx)),
+                             rows,
+                             b_.CreateAdd(zRow, b_.CreateMul(tx, idx(2))),
+                             zPitch);
+                },
+                LoopHint::kNoInterleave);
           });
         });
         // Epilogue along each output row.
