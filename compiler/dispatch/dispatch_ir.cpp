@@ -50,7 +50,15 @@ void printDispatchProgram(const DispatchProgram &d, llvm::raw_ostream &os) {
     for (size_t i = 0; i < r.ops.size(); ++i) {
       os << (i ? ", " : "") << name(p.ops[r.ops[i]].output.tensor);
     }
-    os << "]\n    bindings [";
+    os << "]\n";
+    if (!r.prologue.empty()) {
+      os << "    prologue [";
+      for (size_t i = 0; i < r.prologue.size(); ++i) {
+        os << (i ? ", " : "") << name(p.ops[r.prologue[i]].output.tensor);
+      }
+      os << "]\n";
+    }
+    os << "    bindings [";
     for (size_t i = 0; i < r.bindings.size(); ++i) {
       os << (i ? ", " : "") << name(r.bindings[i].tensor)
          << (r.bindings[i].write ? " write" : " read");

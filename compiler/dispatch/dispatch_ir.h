@@ -59,6 +59,9 @@ struct DispatchRegion {
   std::vector<int64_t> tileSizes; // per root loop; 0 = whole loop
   std::vector<unsigned> tiledLoops; // see structured::FusionGroup
   bool microkernel = false;
+  // Ops the root's code generator computes while reading their last value
+  // (structured::FusionGroup::prologue); their values are Internal.
+  std::vector<unsigned> prologue;
 };
 
 struct HostCommand {

@@ -96,11 +96,46 @@ absl::StatusOr<DispatchRegion> buildRegion(DispatchProgram &d,
   r.tileSizes = group.tileSizes;
   r.tiledLoops = group.tiledLoops;
   r.microkernel = group.microkernel;
+  r.prologue = group.prologue;
   std::set<unsigned> produced;
   std::vector<Binding> writes;
+  // Prologue ops run inside the root's reads: their operands are the
+  // region's, their values (read by nothing else) are never stored.
+  std::set<unsigned> prologueValues;
+  for (unsigned pi : group.prologue) {
+    const StructuredOp &op = p.ops[pi];
+    for (const structured::OperandAccess &in : op.inputs) {
+      if (prologueValues.count(in.tensor)) {
+        continue;
+      }
+      if (d.buffers[d.storageOf(in.tensor)].kind == BufferKind::Constant) {
+        if (std::find(r.constants.begin(), r.constants.end(), in.tensor) ==
+            r.constants.end()) {
+          r.constants.push_back(in.tensor);
+        }
+        continue;
+      }
+      bool seen = false;
+      for (const Binding &b : r.bindings) {
+        seen |= b.tensor == in.tensor;
+      }
+      if (!seen) {
+        r.bindings.push_back({in.tensor, false});
+      }
+    }
+    prologueValues.insert(op.output.tensor);
+    if (d.buffers[op.output.tensor].kind != BufferKind::Transient) {
+      return absl::InvalidArgumentError(
+          describe(op) + ": a prologue value must be an intermediate value");
+    }
+    d.buffers[op.output.tensor].kind = BufferKind::Internal;
+  }
   for (size_t i = 0; i < group.ops.size(); ++i) {
     const StructuredOp &op = p.ops[group.ops[i]];
     for (const structured::OperandAccess &in : op.inputs) {
+      if (prologueValues.count(d.storageOf(in.tensor))) {
+        continue;
+      }
       if (produced.count(in.tensor)) {
         if (!in.map.isIdentity()) {
           return absl::InvalidArgumentError(

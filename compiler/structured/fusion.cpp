@@ -6,6 +6,9 @@
 #include <set>
 #include <tuple>
 
+#include "compiler/structured/winograd.h"
+#include "llvm/Support/CommandLine.h"
+
 namespace osprey::compiler::structured {
 namespace {
 
@@ -921,6 +924,9 @@ void chooseTiles(const StructuredProgram &p, const StructuredOp &root,
   std::optional<RowConvPlan> rowConv;
   if (gemm) {
     chooseGemmTiles(root, *gemm, group.tileSizes);
+    if (std::optional<WinogradPlan> winograd = planWinograd(p, root)) {
+      chooseWinogradTiles(root, *winograd, group.tileSizes);
+    }
   } else if ((rowConv = planRowConv(p, root))) {
     chooseRowConvTiles(root, *rowConv, order, group.tileSizes);
   } else if (!root.hasReduction()) {
@@ -970,6 +976,266 @@ void chooseTiles(const StructuredProgram &p, const StructuredOp &root,
     group.workgroups[std::min<size_t>(i, 2)] *= count;
   }
   group.microkernel = root.classify() == OpClass::Contraction;
+}
+
+// Depthwise prologues: a 1x1 expansion (a matrix product over channels and
+// its elementwise epilogue: bias, activation) whose value only a depthwise
+// convolution reads is computed by that convolution's code generator while
+// it fills its padded scratch planes (llvm_cpu/depthwise_conv.cpp), so the
+// wide expanded map never goes to memory: MobileNetV2's early blocks wrote
+// and read back about 13 MB of it. The expansion is recomputed for the
+// window rows two row blocks share, and each plane computes its channel
+// alone (every input row vector feeds one FMA), so only short reductions
+// on wide maps pay.
+llvm::cl::opt<bool> fuseDepthwisePrologueOption(
+    "osprey-fuse-depthwise-prologue",
+    llvm::cl::desc("Compute a 1x1 expansion inside the depthwise convolution "
+                   "that reads it"),
+    llvm::cl::init(true), llvm::cl::Hidden);
+llvm::cl::opt<unsigned> prologueMaxReductionOption(
+    "osprey-depthwise-prologue-max-k",
+    llvm::cl::desc("Longest reduction of an expansion fused into a depthwise "
+                   "convolution"),
+    llvm::cl::init(64), llvm::cl::Hidden);
+llvm::cl::opt<unsigned> prologueMinWidthOption(
+    "osprey-depthwise-prologue-min-width",
+    llvm::cl::desc("Narrowest depthwise input map an expansion is fused into"),
+    llvm::cl::init(28), llvm::cl::Hidden);
+
+// Channels per workgroup of a depthwise group with a prologue.
+constexpr int64_t kPrologueChannelTile = 8;
+
+// Scalar kinds a prologue's epilogue may use (depthwise_conv.cpp evaluates
+// them on vectors).
+bool prologueKind(ScalarKind k) {
+  switch (k) {
+  case ScalarKind::Input:
+  case ScalarKind::Const:
+  case ScalarKind::Neg:
+  case ScalarKind::Abs:
+  case ScalarKind::Exp:
+  case ScalarKind::Tanh:
+  case ScalarKind::Sigmoid:
+  case ScalarKind::Add:
+  case ScalarKind::Sub:
+  case ScalarKind::Mul:
+  case ScalarKind::Div:
+  case ScalarKind::Max:
+  case ScalarKind::Min:
+    return true;
+  default:
+    return false;
+  }
+}
+
+// The group whose ops may run as the prologue of group |g|'s depthwise
+// root, or -1.
+int prologueGroup(const StructuredProgram &p, unsigned g) {
+  const FusionGroup &group = p.groups[g];
+  const StructuredOp &root = p.ops[group.root];
+  std::optional<RowConvPlan> rc = planRowConv(p, root);
+  if (!rc) {
+    return -1;
+  }
+  // Depthwise: each output reads one input plane.
+  for (unsigned d = 0; d < root.bounds.size(); ++d) {
+    if (root.iterators[d] == IteratorType::Reduction && d != rc->kh &&
+        d != rc->kw && root.bounds[d] != 1) {
+      return -1;
+    }
+  }
+  auto f32 = [&](unsigned t) {
+    return p.tensors[t].type.elementType() == ElementType::F32 &&
+           p.tensors[t].type.hasStaticShape();
+  };
+  // The root reads the value directly or through one reshape, and nothing
+  // else reads it.
+  unsigned v = root.inputs[rc->b].tensor, t = v;
+  int producer = p.producer(v);
+  auto onlyRoot = [&](unsigned tensor) {
+    std::vector<unsigned> users = p.consumers(tensor);
+    return !users.empty() && !p.tensors[tensor].isOutput &&
+           std::all_of(users.begin(), users.end(),
+                       [&](unsigned u) { return u == group.root; });
+  };
+  if (producer >= 0 && p.ops[producer].isView) {
+    t = p.ops[producer].inputs[0].tensor;
+    std::vector<unsigned> users = p.consumers(t);
+    if (users.size() != 1 || p.tensors[t].isOutput || !onlyRoot(v)) {
+      return -1;
+    }
+    producer = p.producer(t);
+  } else if (!onlyRoot(v)) {
+    return -1;
+  }
+  if (producer < 0 || p.ops[producer].isView || !f32(t) || !f32(v)) {
+    return -1;
+  }
+  int e = p.ops[producer].fusion.group;
+  if (e < 0 || e == static_cast<int>(g) || p.groups[e].ops.back() != static_cast<unsigned>(producer) ||
+      !p.groups[e].prologue.empty()) {
+    return -1;
+  }
+  const FusionGroup &eg = p.groups[e];
+  const StructuredOp &eRoot = p.ops[eg.root];
+  std::optional<GemmPlan> gemm = planGemm(p, eRoot);
+  llvm::ArrayRef<int64_t> tDims = p.tensors[t].type.dims();
+  unsigned rank = static_cast<unsigned>(tDims.size());
+  if (!gemm || rank == 0 ||
+      eRoot.output.map.results.size() != rank || !f32(eRoot.output.tensor)) {
+    return -1;
+  }
+  // The expansion's output index is its first |rank| loops, in order; the
+  // rest are reductions.
+  int64_t k = 1;
+  for (unsigned d = 0; d < eRoot.bounds.size(); ++d) {
+    bool parallel = eRoot.iterators[d] == IteratorType::Parallel;
+    if (d < rank ? (!parallel || eRoot.output.map.results[d].asDim() != d ||
+                    eRoot.bounds[d] != tDims[d])
+                 : parallel) {
+      return -1;
+    }
+    if (!parallel) {
+      k *= eRoot.bounds[d];
+    }
+  }
+  // The value's loops split into plane loops [s, rank), which flatten to
+  // the depthwise input's (row, column) plane, and channel loops [0, s).
+  // The matrix product's B reads pixels contiguously and no channel loop
+  // (but loops of extent 1); A and per-channel operands read no pixel loop.
+  unsigned pixel = rank - 1;
+  llvm::ArrayRef<int64_t> vDims = p.tensors[v].type.dims();
+  if (vDims.size() < 2 || rc->rowResult + 2 != vDims.size()) {
+    return -1;
+  }
+  int64_t plane = vDims[vDims.size() - 2] * vDims.back(), inner = 1;
+  unsigned s = rank;
+  while (s > 0 && inner < plane) {
+    inner *= tDims[--s];
+  }
+  if (inner != plane) {
+    return -1;
+  }
+  auto readsPlane = [&](const OperandAccess &in) {
+    for (unsigned d = s; d < rank; ++d) {
+      if (readsLoop(in, d)) {
+        return true;
+      }
+    }
+    return false;
+  };
+  const OperandAccess &a = eRoot.inputs[gemm->a];
+  const OperandAccess &b = eRoot.inputs[gemm->b];
+  if (b.padValue || b.indirect || !f32(a.tensor) || !f32(b.tensor) ||
+      b.map.results.size() != static_cast<size_t>(
+                                  p.tensors[b.tensor].type.rank()) ||
+      readsPlane(a)) {
+    return -1;
+  }
+  for (unsigned d = 0; d < s; ++d) {
+    if (readsLoop(b, d) && tDims[d] != 1) {
+      return -1;
+    }
+  }
+  llvm::ArrayRef<int64_t> bDims = p.tensors[b.tensor].type.dims();
+  int64_t stride = 1, pixelStride = 0;
+  for (size_t r = bDims.size(); r-- > 0;) {
+    pixelStride += b.map.results[r].coeffs[pixel] * stride;
+    stride *= bDims[r];
+  }
+  if (pixelStride != 1) {
+    return -1;
+  }
+  // The epilogue: elementwise ops over the same index, reading earlier
+  // values of the group by identity and otherwise only per-channel or
+  // scalar operands; only the last value leaves the group.
+  std::set<unsigned> values = {eRoot.output.tensor};
+  for (size_t i = 1; i < eg.ops.size(); ++i) {
+    const StructuredOp &op = p.ops[eg.ops[i]];
+    if (op.classify() != OpClass::Elementwise || !op.output.map.isIdentity() ||
+        op.bounds != tDims.vec() || !f32(op.output.tensor)) {
+      return -1;
+    }
+    for (const ScalarNode &n : op.body.nodes()) {
+      if (!prologueKind(n.kind)) {
+        return -1;
+      }
+    }
+    for (const OperandAccess &in : op.inputs) {
+      if (in.padValue || in.indirect || !f32(in.tensor)) {
+        return -1;
+      }
+      if (values.count(in.tensor) ? !in.map.isIdentity() : readsPlane(in)) {
+        return -1;
+      }
+    }
+    values.insert(op.output.tensor);
+  }
+  for (size_t i = 0; i + 1 < eg.ops.size(); ++i) {
+    unsigned out = p.ops[eg.ops[i]].output.tensor;
+    if (p.tensors[out].isOutput) {
+      return -1;
+    }
+    for (unsigned u : p.consumers(out)) {
+      if (p.ops[u].fusion.group != e) {
+        return -1;
+      }
+    }
+  }
+  // Rows of the depthwise input never straddle the expansion's pixel loop.
+  int64_t width = vDims.back();
+  if (width <= 0 || tDims.back() % width != 0 ||
+      k > int64_t(prologueMaxReductionOption) ||
+      width < int64_t(prologueMinWidthOption)) {
+    return -1;
+  }
+  return e;
+}
+
+// Moves the ops of each expansion group that qualifies (prologueGroup) into
+// the prologue of the depthwise group reading it and drops its group.
+void fuseDepthwisePrologues(StructuredProgram &p) {
+  if (!fuseDepthwisePrologueOption) {
+    return;
+  }
+  for (unsigned g = 0; g < p.groups.size(); ++g) {
+    int e = prologueGroup(p, g);
+    if (e < 0) {
+      continue;
+    }
+    FusionGroup &group = p.groups[g];
+    group.prologue = p.groups[e].ops;
+    // Several channels per workgroup: the code generator computes a few
+    // planes' rows together, sharing each input row load.
+    const StructuredOp &root = p.ops[group.root];
+    std::optional<RowConvPlan> rc = planRowConv(p, root);
+    for (unsigned d : group.tiledLoops) {
+      if (d != rc->row && d != rc->col && root.bounds[d] > 1) {
+        group.tileSizes[d] =
+            largestDivisorUpTo(root.bounds[d], kPrologueChannelTile);
+        break;
+      }
+    }
+    group.workgroups.assign(3, 1);
+    for (size_t i = 0; i < group.tiledLoops.size(); ++i) {
+      unsigned d = group.tiledLoops[i];
+      group.workgroups[std::min<size_t>(i, 2)] *= std::max<int64_t>(
+          1, (root.bounds[d] + group.tileSizes[d] - 1) / group.tileSizes[d]);
+    }
+    for (unsigned i : p.groups[e].ops) {
+      p.ops[i].fusion.group = static_cast<int>(g);
+      p.ops[i].fusion.role = FusionInfo::Role::Prologue;
+    }
+    p.groups.erase(p.groups.begin() + e);
+    for (StructuredOp &op : p.ops) {
+      if (op.fusion.group > e) {
+        --op.fusion.group;
+      }
+    }
+    if (static_cast<unsigned>(e) < g) {
+      --g;
+    }
+  }
 }
 
 } // namespace
@@ -1036,6 +1302,7 @@ absl::Status fuseAndTile(StructuredProgram &p) {
   for (FusionGroup &group : p.groups) {
     chooseTiles(p, p.ops[group.root], group);
   }
+  fuseDepthwisePrologues(p);
   relayoutGemmOperands(p);
   return absl::OkStatus();
 }

@@ -363,6 +363,7 @@ const char *roleName(FusionInfo::Role r) {
   case FusionInfo::Role::Root: return "root";
   case FusionInfo::Role::Epilogue: return "epilogue";
   case FusionInfo::Role::Fused: return "fused";
+  case FusionInfo::Role::Prologue: return "prologue";
   }
   return "?";
 }
@@ -428,6 +429,12 @@ void printProgram(const StructuredProgram &p, llvm::raw_ostream &os) {
        << " ops [";
     for (size_t i = 0; i < group.ops.size(); ++i) {
       os << (i ? ", " : "") << name(p.ops[group.ops[i]].output.tensor);
+    }
+    if (!group.prologue.empty()) {
+      os << "] prologue [";
+      for (size_t i = 0; i < group.prologue.size(); ++i) {
+        os << (i ? ", " : "") << name(p.ops[group.prologue[i]].output.tensor);
+      }
     }
     os << "] tiles " << listStr(group.tileSizes) << " workgroups "
        << listStr(group.workgroups)

@@ -146,7 +146,9 @@ enum class OpClass : uint8_t {
 
 struct FusionInfo {
   int group = -1;
-  enum class Role : uint8_t { Root, Epilogue, Fused } role = Role::Root;
+  // Prologue: computed by the group's root on demand while it reads the
+  // value (see FusionGroup::prologue); never stored.
+  enum class Role : uint8_t { Root, Epilogue, Fused, Prologue } role = Role::Root;
 };
 
 struct StructuredOp {
@@ -183,6 +185,10 @@ struct FusionGroup {
   // fastest).
   std::vector<unsigned> tiledLoops;
   bool microkernel = false;        // root is a contraction
+  // Ops (in execution order) whose last value the root reads and computes
+  // itself, row by row, instead of reading it from memory (a 1x1
+  // expansion before a depthwise convolution, see fuseAndTile).
+  std::vector<unsigned> prologue;
 };
 
 struct StructuredProgram {

@@ -30,8 +30,10 @@
 #include "compiler/targets/llvm_cpu/depthwise_conv.h"
 
 #include <algorithm>
+#include <map>
 
 #include "compiler/structured/fusion.h"
+#include "compiler/targets/llvm_cpu/math.h"
 #include "compiler/targets/llvm_cpu/packed_gemm.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/Support/CommandLine.h"
@@ -54,6 +56,18 @@ static llvm::cl::opt<unsigned> maxRowsOption(
     "osprey-depthwise-max-rows",
     llvm::cl::desc("Most output rows per iteration of the row-by-row "
                    "depthwise vector loop"),
+    llvm::cl::init(4), llvm::cl::Hidden);
+
+static llvm::cl::opt<unsigned> prologueScratchOption(
+    "osprey-depthwise-prologue-max-scratch",
+    llvm::cl::desc("Stack bytes of a depthwise convolution with a prologue "
+                   "on vector targets (0: 64 KiB)"),
+    llvm::cl::init(0), llvm::cl::Hidden);
+
+static llvm::cl::opt<unsigned> prologueBatchOption(
+    "osprey-depthwise-prologue-planes",
+    llvm::cl::desc("Planes whose prologue rows the depthwise convolution "
+                   "computes together"),
     llvm::cl::init(4), llvm::cl::Hidden);
 
 namespace {
@@ -107,12 +121,34 @@ public:
     }
     lanes_ = vw_ * u_;
     // Rows with column phases go through row_ unless split in registers.
-    bool rowBuffer = sw_ > 1 && !(vw_ > 1 && sw_ == 2);
+    // Computed rows (a prologue) are split by phase from row_ as well.
+    bool rowBuffer = sw_ > 1 && (!(vw_ > 1 && sw_ == 2) || prologue());
+    // A prologue computes the rows of a batch of planes together (see
+    // computeRows): each slot takes a share of the budget, with room for
+    // the extra rows of several output rows per iteration.
+    int64_t slots = 1, spare = 0;
+    if (prologue()) {
+      int64_t planes = 1;
+      for (unsigned d = 0; d < op.bounds.size(); ++d) {
+        if (op.iterators[d] == structured::IteratorType::Parallel &&
+            d != plan_.col && d != plan_.row) {
+          planes *= maxExtent(d);
+        }
+      }
+      slots = std::max<int64_t>(
+          1, std::min<int64_t>(planes, prologueBatchOption));
+      spare = vw_ > 1 && sh_ == 1 && ow > vw_ ? int64_t(maxRowsOption) - 1 : 0;
+    }
     auto bytes = [&](int64_t rows) {
-      int64_t plane = (rows + khx_) * wq_ + lanes_ + vw_;
+      int64_t plane = (rows + spare + khx_) * wq_ + lanes_ + 2 * vw_;
       int64_t t = rowBuffer ? sw_ * roundUp(wq_, vw_) + vw_ : 0;
-      int64_t s = rows * wq_ + lanes_ + vw_;
-      return uint64_t(4 * (phases_ * plane + t + s));
+      int64_t s = (rows + spare) * std::max(wq_, roundUp(ow, lanes_)) +
+                  lanes_ + vw_;
+      if (!prologue()) {
+        plane = (rows + khx_) * wq_ + lanes_ + vw_;
+        s = rows * wq_ + lanes_ + vw_;
+      }
+      return uint64_t(4 * slots * (phases_ * plane + t + s));
     };
     int64_t rows = 0;
     for (int64_t r = oh; r >= 1 && !rows; --r) {
@@ -157,6 +193,11 @@ public:
       }
     }
     direct_ = direct_ && rolledCount_ == 1;
+    if (prologue()) {
+      // Depthwise only (fuseAndTile); the batch is set above.
+      batch_ = slots;
+      return rolledCount_ == 1;
+    }
     // Small planes (one block each) run stage by stage over a batch of
     // planes: copy all, compute all, then the epilogues. Each stage then
     // reads scratch written long before; plane by plane, the loads right
@@ -246,7 +287,7 @@ public:
       plane_ = scratch(batch_ * phases_ * planeStride_, "dw_plane");
       sums_ = scratch(batch_ * sLen_, "dw_sums");
       if (tLen_) {
-        row_ = scratch(tLen_, "dw_row");
+        row_ = scratch(prologue() ? batch_ * tLen_ : tLen_, "dw_row");
       }
     }
     planeBase_ = plane_;
@@ -260,6 +301,10 @@ public:
       ivs_[d] = idx(0);
     }
     absl::Status status = absl::OkStatus();
+    if (prologue()) {
+      emitPrologue(lo, hi, status);
+      return status;
+    }
     if (batch_ > 1) {
       emitBatches(lo, hi, status);
       return status;
@@ -634,9 +679,483 @@ private:
     }
   }
 
+  // Whether the region computes its input rows (structured::FusionGroup::
+  // prologue) instead of copying them.
+  bool prologue() const { return !r_.prologue.empty(); }
+
+public:
+  // Checks the prologue's form (see structured::fuseAndTile) and records
+  // its access arithmetic; an error when this emitter cannot compute it.
+  absl::Status preparePrologue() {
+    const structured::StructuredProgram &prog = p_.program;
+    const StructuredOp &e = prog.ops[r_.prologue[0]];
+    std::optional<structured::GemmPlan> gemm = structured::planGemm(prog, e);
+    const StructuredOp &last = prog.ops[r_.prologue.back()];
+    llvm::ArrayRef<int64_t> tDims = prog.tensors[last.output.tensor].type.dims();
+    unsigned rank = static_cast<unsigned>(tDims.size());
+    auto fail = [&](const std::string &what) {
+      return absl::UnimplementedError("node '" + e.nodeName + "': " + what +
+                                      " in a depthwise prologue is not "
+                                      "implemented");
+    };
+    if (!gemm || e.bounds.size() < rank) {
+      return fail("a root that is not a matrix product");
+    }
+    eRank_ = rank;
+    eDims_ = tDims.vec();
+    // Linear element offset of an operand as constant + coefficients per
+    // loop of |op|.
+    auto affine = [&](const structured::OperandAccess &in,
+                      std::vector<int64_t> &coef, int64_t &constant) {
+      llvm::ArrayRef<int64_t> dims = prog.tensors[in.tensor].type.dims();
+      coef.assign(in.map.numDims, 0);
+      constant = 0;
+      int64_t stride = 1;
+      for (size_t k = dims.size(); k-- > 0;) {
+        const structured::AffineExpr &x = in.map.results[k];
+        for (size_t d = 0; d < x.coeffs.size() && d < coef.size(); ++d) {
+          coef[d] += x.coeffs[d] * stride;
+        }
+        constant += x.constant * stride;
+        stride *= dims[k];
+      }
+    };
+    ea_ = gemm->a;
+    eb_ = gemm->b;
+    affine(e.inputs[ea_], aCoef_, aConst_);
+    affine(e.inputs[eb_], bCoef_, bConst_);
+    // The value's loops [eSplit_, rank) flatten to the depthwise input's
+    // planes, the others select the plane (channels).
+    const structured::OperandAccess &in = root().inputs[plan_.b];
+    llvm::ArrayRef<int64_t> vDims = prog.tensors[in.tensor].type.dims();
+    if (plan_.rowResult + 2 != vDims.size()) {
+      return fail("a value whose rows are not next to its columns");
+    }
+    int64_t planeSize = vDims[plan_.rowResult] * vDims.back(), inner = 1;
+    eSplit_ = rank;
+    while (eSplit_ > 0 && inner < planeSize) {
+      inner *= eDims_[--eSplit_];
+    }
+    bool ok = inner == planeSize && bCoef_[rank - 1] == 1 &&
+              eDims_.back() % vDims.back() == 0;
+    for (unsigned d = 0; d < rank; ++d) {
+      ok &= d < eSplit_ ? (bCoef_[d] == 0 || eDims_[d] == 1) : aCoef_[d] == 0;
+    }
+    if (!ok) {
+      return fail("a product whose input is not read plane by plane");
+    }
+    // Every reduction step's offset from the step at 0, for A and B.
+    aSteps_ = {0};
+    bSteps_ = {0};
+    for (unsigned d = rank; d < e.bounds.size(); ++d) {
+      std::vector<int64_t> as, bs;
+      for (int64_t i = 0; i < e.bounds[d]; ++i) {
+        for (size_t j = 0; j < aSteps_.size(); ++j) {
+          as.push_back(aSteps_[j] + i * aCoef_[d]);
+          bs.push_back(bSteps_[j] + i * bCoef_[d]);
+        }
+      }
+      aSteps_ = std::move(as);
+      bSteps_ = std::move(bs);
+    }
+    for (size_t i = 1; i < r_.prologue.size(); ++i) {
+      for (const structured::ScalarNode &n : prog.ops[r_.prologue[i]]
+                                                .body.nodes()) {
+        switch (n.kind) {
+        case structured::ScalarKind::Exp:
+        case structured::ScalarKind::Tanh:
+        case structured::ScalarKind::Sigmoid:
+          // Math expansions are written for scalars: the activation then
+          // runs in a separate loop the loop vectorizer widens.
+          mathEpilogue_ = true;
+          break;
+        case structured::ScalarKind::Input:
+        case structured::ScalarKind::Const:
+        case structured::ScalarKind::Neg:
+        case structured::ScalarKind::Abs:
+        case structured::ScalarKind::Add:
+        case structured::ScalarKind::Sub:
+        case structured::ScalarKind::Mul:
+        case structured::ScalarKind::Div:
+        case structured::ScalarKind::Max:
+        case structured::ScalarKind::Min:
+          break;
+        default:
+          return fail("an elementwise operation of this kind");
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
+private:
+  // The prologue's epilogue ops on |value| (of type |ty|, a vector or a
+  // scalar), operands not computed by the prologue taken from |loaded| (per
+  // op, per input: a scalar loaded at the span's channel).
+  llvm::Value *
+  prologueEpilogue(llvm::Value *value, llvm::Type *ty,
+                   const std::vector<std::vector<llvm::Value *>> &loaded) {
+    const structured::StructuredProgram &prog = p_.program;
+    std::map<unsigned, llvm::Value *> values;
+    values[prog.ops[r_.prologue[0]].output.tensor] = value;
+    for (size_t i = 1; i < r_.prologue.size(); ++i) {
+      const StructuredOp &op = prog.ops[r_.prologue[i]];
+      const std::vector<structured::ScalarNode> &nodes = op.body.nodes();
+      std::vector<llvm::Value *> v(nodes.size(), nullptr);
+      for (size_t k = 0; k < nodes.size(); ++k) {
+        const structured::ScalarNode &n = nodes[k];
+        auto x = [&](unsigned j) { return v[n.operands[j]]; };
+        switch (n.kind) {
+        case structured::ScalarKind::Input: {
+          unsigned t = op.inputs[n.index].tensor;
+          llvm::Value *in = loaded[i][n.index];
+          v[k] = in ? (ty->isVectorTy() ? b_.CreateVectorSplat(vw_, in) : in)
+                    : values.at(t);
+          break;
+        }
+        case structured::ScalarKind::Const:
+          v[k] = llvm::ConstantFP::get(ty, n.value);
+          break;
+        case structured::ScalarKind::Neg:
+          v[k] = b_.CreateFNeg(x(0));
+          break;
+        case structured::ScalarKind::Abs:
+          v[k] = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x(0));
+          break;
+        case structured::ScalarKind::Exp:
+          v[k] = emitExp(b_, x(0));
+          break;
+        case structured::ScalarKind::Tanh:
+          v[k] = emitTanh(b_, x(0));
+          break;
+        case structured::ScalarKind::Sigmoid:
+          v[k] = emitSigmoid(b_, x(0));
+          break;
+        case structured::ScalarKind::Add:
+          v[k] = b_.CreateFAdd(x(0), x(1));
+          break;
+        case structured::ScalarKind::Sub:
+          v[k] = b_.CreateFSub(x(0), x(1));
+          break;
+        case structured::ScalarKind::Mul:
+          v[k] = b_.CreateFMul(x(0), x(1));
+          break;
+        case structured::ScalarKind::Div:
+          v[k] = b_.CreateFDiv(x(0), x(1));
+          break;
+        case structured::ScalarKind::Max:
+          v[k] = emitMax(b_, x(0), x(1));
+          break;
+        case structured::ScalarKind::Min:
+          v[k] = emitMin(b_, x(0), x(1));
+          break;
+        default:
+          break; // rejected by preparePrologue()
+        }
+      }
+      values[op.output.tensor] = v[op.body.result()];
+      value = values[op.output.tensor];
+    }
+    return value;
+  }
+
+  // The tile's planes in batches of batch_ and, per batch, blocks of rows_
+  // output rows: the batch's input rows are computed together
+  // (computeRows), then each plane's window sums and epilogue run as in
+  // emitBatches. Slot j of a batch holds plane b0 + j.
+  void emitPrologue(llvm::ArrayRef<llvm::Value *> lo,
+                    llvm::ArrayRef<llvm::Value *> hi, absl::Status &status) {
+    const StructuredOp &op = root();
+    std::vector<llvm::Value *> extent;
+    llvm::Value *total = idx(1);
+    for (unsigned d : outer_) {
+      int64_t tile = maxExtent(d);
+      extent.push_back(op.bounds[d] % tile == 0 ? idx(tile)
+                                                : b_.CreateSub(hi[d], lo[d]));
+      total = b_.CreateMul(total, extent.back());
+    }
+    // Points ivs_ and the scratch bases at plane |linear| of the tile in
+    // slot |j|.
+    auto setSlot = [&](llvm::Value *linear, llvm::Value *j) {
+      for (size_t k = outer_.size(); k-- > 0;) {
+        unsigned d = outer_[k];
+        if (maxExtent(d) == 1) {
+          ivs_[d] = lo[d];
+          continue;
+        }
+        ivs_[d] = b_.CreateAdd(lo[d], b_.CreateURem(linear, extent[k]));
+        linear = b_.CreateUDiv(linear, extent[k]);
+      }
+      planeBase_ = at(plane_, b_.CreateMul(j, idx(phases_ * planeStride_)));
+      sumsBase_ = at(sums_, b_.CreateMul(j, idx(sLen_)));
+    };
+    int64_t ow = op.bounds[plan_.col];
+    stepLoop(idx(0), total, batch_, LoopHint::kDefault, [&](llvm::Value *b0) {
+      llvm::Value *n = smin(idx(batch_), b_.CreateSub(total, b0));
+      stepLoop(lo[plan_.row], hi[plan_.row], rows_, LoopHint::kDefault,
+               [&](llvm::Value *r0) {
+                 llvm::Value *rb = smin(idx(rows_),
+                                        b_.CreateSub(hi[plan_.row], r0));
+                 computeRows(b0, n, r0, rb, setSlot);
+                 auto stage = [&](llvm::function_ref<void()> body) {
+                   loop(idx(0), n, [&](llvm::Value *j) {
+                     setSlot(b_.CreateAdd(b0, j), j);
+                     body();
+                   });
+                 };
+                 if (direct_) {
+                   stage([&] { compute(rb, false, r0, &status); });
+                   return;
+                 }
+                 stage([&] { compute(rb, false); });
+                 if (dense_ && sPitch_ != ow) {
+                   stage([&] { compact(rb); });
+                 }
+                 stage([&] {
+                   if (status.ok()) {
+                     status = epilogue(r0, rb);
+                   }
+                 });
+               });
+    });
+    planeBase_ = plane_;
+    sumsBase_ = sums_;
+  }
+
+  // Fills the planes of the batch's slots with the prologue's value at the
+  // input rows of output rows [r0, r0 + rb), the padding value outside the
+  // input, split by phase like copyPlanes. Each vector of a row is a dot
+  // product over the expansion's input channels computed for all slots at
+  // once: every input vector loaded feeds batch_ FMAs (one per plane), and
+  // two vectors of a row are computed together, so the 2 * batch_
+  // accumulators hide the FMA latency and each weight broadcast feeds two
+  // FMAs. The weights and per-channel operands of each slot are loaded
+  // once per block. Slots past the batch's |n| planes repeat its last.
+  void computeRows(
+      llvm::Value *b0, llvm::Value *n, llvm::Value *r0, llvm::Value *rb,
+      llvm::function_ref<void(llvm::Value *, llvm::Value *)> setSlot) {
+    const structured::StructuredProgram &prog = p_.program;
+    const StructuredOp &op = root();
+    const structured::OperandAccess &in = op.inputs[plan_.b];
+    const StructuredOp &e = prog.ops[r_.prologue[0]];
+    llvm::ArrayRef<int64_t> dims = prog.tensors[in.tensor].type.dims();
+    size_t last = dims.size() - 1;
+    int64_t height = dims[plan_.rowResult], width = dims[last];
+    int64_t planeSize = height * width;
+    int64_t rowConst = in.map.results[plan_.rowResult].constant;
+    int64_t len = sw_ * wq_;
+    llvm::Value *pad =
+        llvm::ConstantFP::get(f32_, in.padValue ? *in.padValue : 0.0);
+    llvm::Value *colBase = b_.CreateAdd(b_.CreateMul(lo_[plan_.col], idx(sw_)),
+                                        idx(in.map.results[last].constant));
+    llvm::Value *c0 =
+        smin(smax(b_.CreateSub(idx(0), colBase), idx(0)), idx(len));
+    llvm::Value *c1 =
+        smin(smax(b_.CreateSub(idx(width), colBase), c0), idx(len));
+    // Per slot: plane scratch, weights, per-channel operands.
+    int64_t g = batch_;
+    std::vector<llvm::Value *> planes(g), rows(g);
+    std::vector<std::vector<llvm::Value *>> weights(g);
+    std::vector<std::vector<std::vector<llvm::Value *>>> loaded(g);
+    for (int64_t j = 0; j < g; ++j) {
+      setSlot(b_.CreateAdd(b0, smin(idx(j), b_.CreateSub(n, idx(1)))),
+              idx(j));
+      planes[j] = planeBase_;
+      if (sw_ > 1) {
+        rows[j] = at(row_, idx(j * tLen_));
+      }
+      // The plane's offset in the value, over whole planes: the
+      // expansion's channel indices.
+      llvm::Value *base = idx(0);
+      int64_t stride = 1;
+      for (size_t k = last + 1; k-- > 0;) {
+        if (k != plan_.rowResult && k != last) {
+          base = b_.CreateAdd(
+              base, b_.CreateMul(evalExpr(in.map.results[k]), idx(stride)));
+        }
+        stride *= dims[k];
+      }
+      llvm::Value *linear = b_.CreateUDiv(base, idx(planeSize));
+      std::vector<llvm::Value *> eIvs(e.bounds.size(), idx(0));
+      for (unsigned k = eSplit_; k-- > 0;) {
+        eIvs[k] = b_.CreateURem(linear, idx(eDims_[k]));
+        linear = b_.CreateUDiv(linear, idx(eDims_[k]));
+      }
+      llvm::Value *aOff = idx(aConst_);
+      for (unsigned d = 0; d < eSplit_; ++d) {
+        if (aCoef_[d] != 0) {
+          aOff = b_.CreateAdd(aOff, b_.CreateMul(eIvs[d], idx(aCoef_[d])));
+        }
+      }
+      llvm::Value *aPtr = at(hooks_.base(e.inputs[ea_].tensor), aOff);
+      for (int64_t step : aSteps_) {
+        weights[j].push_back(splat(
+            b_.CreateAlignedLoad(f32_, at(aPtr, idx(step)), llvm::Align(4))));
+      }
+      loaded[j].resize(r_.prologue.size());
+      for (size_t i = 1; i < r_.prologue.size(); ++i) {
+        for (const structured::OperandAccess &x :
+             prog.ops[r_.prologue[i]].inputs) {
+          int producer = prog.producer(x.tensor);
+          bool internal =
+              producer >= 0 &&
+              std::find(r_.prologue.begin(), r_.prologue.end(),
+                        static_cast<unsigned>(producer)) != r_.prologue.end();
+          loaded[j][i].push_back(
+              internal ? nullptr
+                       : hooks_.load(x, llvm::ArrayRef<llvm::Value *>(eIvs)
+                                            .take_front(eRank_)));
+        }
+      }
+    }
+    llvm::Value *bBase = hooks_.base(e.inputs[eb_].tensor);
+    loop(idx(0), b_.CreateAdd(rb, idx(khx_)), [&](llvm::Value *r) {
+      for (int64_t rph = 0; rph < sh_; ++rph) {
+        llvm::Value *inRow = b_.CreateAdd(
+            b_.CreateMul(b_.CreateAdd(r0, r), idx(sh_)), idx(rph + rowConst));
+        llvm::Value *ok = b_.CreateICmpULT(inRow, idx(height));
+        llvm::Value *rowOff = b_.CreateMul(r, idx(wq_));
+        std::vector<llvm::Value *> dst(g);
+        for (int64_t j = 0; j < g; ++j) {
+          planeBase_ = planes[j];
+          dst[j] = sw_ == 1 ? planeAt(rph, rowOff) : rows[j];
+        }
+        llvm::BasicBlock *computeBlock =
+            llvm::BasicBlock::Create(ctx_, "dw_prologue_row", fn_);
+        llvm::BasicBlock *padBlock =
+            llvm::BasicBlock::Create(ctx_, "dw_pad_row", fn_);
+        llvm::BasicBlock *done = llvm::BasicBlock::Create(ctx_, "dw_row", fn_);
+        b_.CreateCondBr(ok, computeBlock, padBlock);
+        b_.SetInsertPoint(computeBlock);
+        // The expansion's plane indices at column c0 of the row.
+        llvm::Value *linear = b_.CreateAdd(
+            b_.CreateAdd(b_.CreateMul(inRow, idx(width)), colBase), c0);
+        llvm::Value *bOff = idx(bConst_);
+        for (unsigned k = eRank_; k-- > eSplit_;) {
+          llvm::Value *v = b_.CreateURem(linear, idx(eDims_[k]));
+          linear = b_.CreateUDiv(linear, idx(eDims_[k]));
+          if (bCoef_[k] != 0) {
+            bOff = b_.CreateAdd(bOff, b_.CreateMul(v, idx(bCoef_[k])));
+          }
+        }
+        llvm::Value *bPtr = b_.CreateGEP(f32_, bBase, bOff);
+        llvm::Value *count = b_.CreateSub(c1, c0);
+        // |xs| vectors at column c0 + x (masked by |mask| if set).
+        auto dots = [&](llvm::Value *x, int64_t xs, llvm::Value *mask) {
+          std::vector<std::vector<llvm::Value *>> acc(
+              xs, std::vector<llvm::Value *>(g, nullptr));
+          for (size_t k = 0; k < bSteps_.size(); ++k) {
+            for (int64_t u = 0; u < xs; ++u) {
+              llvm::Value *ptr = b_.CreateGEP(
+                  f32_, bPtr,
+                  b_.CreateAdd(x, idx(bSteps_[k] + u * int64_t(vw_))));
+              llvm::Value *v =
+                  mask ? static_cast<llvm::Value *>(b_.CreateMaskedLoad(
+                             vecTy_, ptr, llvm::Align(4), mask))
+                       : b_.CreateAlignedLoad(vecTy_, ptr, llvm::Align(4));
+              for (int64_t j = 0; j < g; ++j) {
+                llvm::Value *&a = acc[u][j];
+                a = a ? b_.CreateIntrinsic(llvm::Intrinsic::fmuladd,
+                                           {vecTy_}, {v, weights[j][k], a})
+                      : b_.CreateFMul(v, weights[j][k]);
+              }
+            }
+          }
+          for (int64_t u = 0; u < xs; ++u) {
+            for (int64_t j = 0; j < g; ++j) {
+              llvm::Value *v =
+                  mathEpilogue_ ? acc[u][j]
+                                : prologueEpilogue(acc[u][j], vecTy_, loaded[j]);
+              llvm::Value *ptr =
+                  at(dst[j], b_.CreateAdd(b_.CreateAdd(c0, x),
+                                          idx(u * int64_t(vw_))));
+              if (mask) {
+                b_.CreateMaskedStore(v, ptr, llvm::Align(4), mask);
+              } else {
+                b_.CreateAlignedStore(v, ptr, llvm::Align(4));
+              }
+            }
+          }
+        };
+        int64_t pair = 2 * vw_;
+        llvm::Value *pairs =
+            b_.CreateMul(b_.CreateUDiv(count, idx(pair)), idx(pair));
+        stepLoop(idx(0), pairs, pair, LoopHint::kNoVectorize,
+                 [&](llvm::Value *x) { dots(x, 2, nullptr); });
+        llvm::Value *full =
+            b_.CreateMul(b_.CreateUDiv(count, idx(vw_)), idx(vw_));
+        stepLoop(pairs, full, vw_, LoopHint::kNoVectorize,
+                 [&](llvm::Value *x) { dots(x, 1, nullptr); });
+        if (vw_ > 1) {
+          llvm::Value *rem =
+              b_.CreateTrunc(b_.CreateSub(count, full), b_.getInt32Ty());
+          std::vector<llvm::Constant *> steps;
+          for (unsigned i = 0; i < vw_; ++i) {
+            steps.push_back(b_.getInt32(i));
+          }
+          llvm::Value *mask = b_.CreateICmpULT(
+              llvm::ConstantVector::get(steps), b_.CreateVectorSplat(vw_, rem));
+          // Rows of whole vectors (112, 56 wide) skip the masked tail.
+          llvm::BasicBlock *tail =
+              llvm::BasicBlock::Create(ctx_, "dw_prologue_tail", fn_);
+          llvm::BasicBlock *rest =
+              llvm::BasicBlock::Create(ctx_, "dw_prologue_rest", fn_);
+          b_.CreateCondBr(b_.CreateICmpNE(rem, b_.getInt32(0)), tail, rest);
+          b_.SetInsertPoint(tail);
+          dots(full, 1, mask);
+          b_.CreateBr(rest);
+          b_.SetInsertPoint(rest);
+        }
+        for (int64_t j = 0; j < g; ++j) {
+          if (mathEpilogue_) {
+            loop(
+                c0, c1,
+                [&](llvm::Value *c) {
+                  llvm::Value *ptr = at(dst[j], c);
+                  llvm::Value *v =
+                      b_.CreateAlignedLoad(f32_, ptr, llvm::Align(4));
+                  b_.CreateAlignedStore(prologueEpilogue(v, f32_, loaded[j]),
+                                        ptr, llvm::Align(4));
+                },
+                LoopHint::kNoInterleave);
+          }
+          fillScalars(dst[j], idx(0), c0, pad);
+          fillScalars(dst[j], c1, idx(len), pad);
+        }
+        b_.CreateBr(done);
+        b_.SetInsertPoint(padBlock);
+        for (int64_t j = 0; j < g; ++j) {
+          fillVectors(dst[j], idx(len), pad);
+        }
+        b_.CreateBr(done);
+        b_.SetInsertPoint(done);
+        if (sw_ > 1) {
+          for (int64_t j = 0; j < g; ++j) {
+            planeBase_ = planes[j];
+            splitPhases(rph, rowOff, rows[j]);
+          }
+        }
+      }
+    });
+    // Vectors of the last rows read up to lanes_ elements past the rows.
+    llvm::Value *end = b_.CreateMul(b_.CreateAdd(rb, idx(khx_)), idx(wq_));
+    for (int64_t j = 0; j < g; ++j) {
+      planeBase_ = planes[j];
+      for (int64_t ph = 0; ph < phases_; ++ph) {
+        for (int64_t k = 0; k < roundUp(lanes_, vw_); k += vw_) {
+          b_.CreateAlignedStore(splat(llvm::ConstantFP::get(f32_, 0.0)),
+                                planeAt(ph, b_.CreateAdd(end, idx(k))),
+                                llvm::Align(4));
+        }
+      }
+    }
+  }
+
   // Splits row_ by column phase into plane row |rowOff| of the planes of
   // row phase |rph|: plane[rph * sw + cph][j] = row_[sw * j + cph].
-  void splitPhases(int64_t rph, llvm::Value *rowOff) {
+  void splitPhases(int64_t rph, llvm::Value *rowOff,
+                   llvm::Value *src = nullptr) {
+    llvm::Value *row = src ? src : row_;
     if (vw_ > 1 && sw_ == 2) {
       std::vector<int> even, odd;
       for (unsigned i = 0; i < vw_; ++i) {
@@ -647,9 +1166,9 @@ private:
           idx(0), idx(wq_), vw_, LoopHint::kNoVectorize, [&](llvm::Value *j) {
             llvm::Value *from = b_.CreateMul(j, idx(2));
             llvm::Value *x0 =
-                b_.CreateAlignedLoad(vecTy_, at(row_, from), llvm::Align(4));
+                b_.CreateAlignedLoad(vecTy_, at(row, from), llvm::Align(4));
             llvm::Value *x1 = b_.CreateAlignedLoad(
-                vecTy_, at(row_, b_.CreateAdd(from, idx(vw_))), llvm::Align(4));
+                vecTy_, at(row, b_.CreateAdd(from, idx(vw_))), llvm::Align(4));
             llvm::Value *to = b_.CreateAdd(rowOff, j);
             b_.CreateAlignedStore(b_.CreateShuffleVector(x0, x1, even),
                                   planeAt(rph * 2, to), llvm::Align(4));
@@ -661,7 +1180,7 @@ private:
     loop(idx(0), idx(wq_), [&](llvm::Value *j) {
       for (int64_t cph = 0; cph < sw_; ++cph) {
         llvm::Value *x = b_.CreateAlignedLoad(
-            f32_, at(row_, b_.CreateAdd(b_.CreateMul(j, idx(sw_)), idx(cph))),
+            f32_, at(row, b_.CreateAdd(b_.CreateMul(j, idx(sw_)), idx(cph))),
             llvm::Align(4));
         b_.CreateAlignedStore(x,
                               planeAt(rph * sw_ + cph, b_.CreateAdd(rowOff, j)),
@@ -805,6 +1324,13 @@ private:
   }
 
   const RowConvPlan &plan_;
+  // Prologue (see preparePrologue()): rank and dims of its value, the
+  // matrix product's A and B operands as linear offsets (constant +
+  // coefficient per loop) and their offsets per reduction step.
+  unsigned eRank_ = 0, eSplit_ = 0, ea_ = 0, eb_ = 0;
+  std::vector<int64_t> eDims_, aCoef_, bCoef_, aSteps_, bSteps_;
+  int64_t aConst_ = 0, bConst_ = 0;
+  bool mathEpilogue_ = false;
   unsigned vw_ = 1;
   int64_t u_ = 1, lanes_ = 1;
   // Output rows per iteration of the row-by-row vector loop.
@@ -835,11 +1361,23 @@ absl::StatusOr<bool> emitDepthwiseConv(const dispatch::DispatchProgram &program,
                                        const TileHooks &hooks) {
   const StructuredOp &root = program.program.ops[region.ops[0]];
   if (!allF32(program, root)) {
+    if (!region.prologue.empty()) {
+      return absl::UnimplementedError(
+          "node '" + root.nodeName +
+          "': a non-f32 depthwise convolution with a prologue is not "
+          "implemented");
+    }
     return false;
   }
   std::optional<structured::RowConvPlan> plan =
       structured::planRowConv(program.program, root);
   if (!plan) {
+    if (!region.prologue.empty()) {
+      return absl::UnimplementedError(
+          "node '" + root.nodeName +
+          "': a prologue on a root that is not a depthwise convolution is "
+          "not implemented");
+    }
     return false;
   }
   llvm::StringRef features;
@@ -855,11 +1393,28 @@ absl::StatusOr<bool> emitDepthwiseConv(const dispatch::DispatchProgram &program,
   // Vector targets keep the scratch within L1 (48 KiB on the reference
   // machine) beside the streamed rows; scalar targets have 16 KiB of stack.
   uint64_t maxScratch = width > 1 ? 32 * 1024 : 8 * 1024;
+  if (width > 1 && !region.prologue.empty()) {
+    // A prologue computes the rows of several planes per block, and each
+    // block recomputes the rows its window shares with the next: larger
+    // blocks than the copy's, the planes half in L2.
+    maxScratch = prologueScratchOption ? prologueScratchOption : 64 * 1024;
+  }
   if (maxScratchOption != 0) {
     maxScratch = maxScratchOption;
   }
   DepthwiseConvEmitter emitter(program, region, builder, fn, *plan, hooks);
-  if (!emitter.size(width, maxScratch)) {
+  if (!region.prologue.empty()) {
+    // Nothing else computes a prologue: declining would lose it.
+    if (absl::Status s = emitter.preparePrologue(); !s.ok()) {
+      return s;
+    }
+    if (!emitter.size(width, maxScratch)) {
+      return absl::UnimplementedError(
+          "node '" + root.nodeName +
+          "': a depthwise convolution with a prologue whose rows do not fit "
+          "the scratch budget is not implemented");
+    }
+  } else if (!emitter.size(width, maxScratch)) {
     return false;
   }
   absl::Status status = emitter.emit(lo, hi);
