@@ -9,7 +9,9 @@
 // at compile time.
 #include "compiler/structured/winograd.h"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "llvm/Support/CommandLine.h"
 
@@ -169,6 +171,41 @@ std::optional<WinogradPlan> planWinograd(const StructuredProgram &p,
     return std::nullopt;
   }
   return plan;
+}
+
+void chooseWinogradTiles(const StructuredOp &root, const WinogradPlan &plan,
+                         std::vector<int64_t> &tiles) {
+  // Panel width of the widest microkernel (AVX-512: 2 x 16 floats); a last
+  // part of at most half of it runs the one-vector kernel.
+  constexpr int64_t kPanel = 32;
+  int64_t oh = root.bounds[plan.oh], ow = root.bounds[plan.ow];
+  int64_t th = (oh + 1) / 2, tw = (ow + 1) / 2;
+  auto columns = [&](int64_t tiles) {
+    int64_t rest = tiles % kPanel;
+    return tiles / kPanel * kPanel + (rest == 0 ? 0 : rest <= kPanel / 2 ? kPanel / 2 : kPanel);
+  };
+  int64_t best = 0;
+  std::pair<int64_t, int64_t> bestRank;
+  for (int64_t s = 1; s <= th; ++s) {
+    int64_t padded = (s * tw + kPanel - 1) / kPanel * kPanel;
+    if (kWinogradPositions * plan.cin * padded * 4 > kWinogradMaxPanelBytes) {
+      break;
+    }
+    int64_t bands = (th + s - 1) / s;
+    int64_t cols = th / s * columns(s * tw) +
+                   (th % s == 0 ? 0 : columns(th % s * tw));
+    std::pair<int64_t, int64_t> rank = {cols, bands};
+    if (best == 0 || rank < bestRank) {
+      best = s;
+      bestRank = rank;
+    }
+  }
+  if (best == 0) {
+    return;
+  }
+  tiles[plan.co] = plan.cout;
+  tiles[plan.oh] = std::min(oh, 2 * best);
+  tiles[plan.ow] = ow;
 }
 
 std::vector<float> winogradWeights(const StructuredProgram &p,

@@ -41,6 +41,17 @@ std::optional<WinogradPlan> planWinograd(const StructuredProgram &program,
 
 // Number of transformed weight matrices (4 x 4 transform positions).
 inline constexpr int kWinogradPositions = 16;
+// Most bytes of transformed input panels per workgroup (code generators
+// keep them on the stack; 256 channels x 64 tiles take 1 MiB).
+inline constexpr int64_t kWinogradMaxPanelBytes = int64_t{1} << 20;
+
+// Tiles for a root with |plan|: all output channels and columns, and bands
+// of whole 2x2-tile rows whose panels fit kWinogradMaxPanelBytes, chosen
+// for the fewest panel columns computed over all bands (tiles per band
+// padded to 32-wide panels, or 16 for a last part of at most 16), then the
+// fewest bands. Sets the entries of |tiles| for loops co, oh and ow.
+void chooseWinogradTiles(const StructuredOp &root, const WinogradPlan &plan,
+                         std::vector<int64_t> &tiles);
 
 // The transformed weights U[k][co][ci] = (G g[co][ci] G^T)[k / 4][k % 4] of
 // |root| (kWinogradPositions * cout * cin floats), computed in double

@@ -40,11 +40,17 @@ using structured::kWinogradPositions;
 using structured::StructuredOp;
 using structured::WinogradPlan;
 
-// Stack bytes for the transformed input panels of one chunk: the panels
-// of a 256-channel 14x14 layer (49 tiles as 64 columns) take 1 MiB. The
-// CPU drivers run workgroups on threads with the platform's default stack
-// (8 MiB on Linux).
-constexpr int64_t kMaxPanelBytes = int64_t{1} << 20;
+// The transformed input panels of one chunk take at most
+// structured::kWinogradMaxPanelBytes of stack: the CPU drivers run
+// workgroups on threads with the platform's default stack (8 MiB on
+// Linux).
+using structured::kWinogradMaxPanelBytes;
+
+// The 16 positions' panels (and products) are a multiple of 4 KiB apart
+// without padding, so the input transform's 16 stores per tile and the
+// output transform's 16 loads would fall into one L1 set (12 ways) and
+// alias in the store buffer: one cache line more between positions.
+constexpr int64_t kSetSkew = 16;
 
 class WinogradEmitter : public TileEmitter {
 public:
@@ -63,9 +69,11 @@ public:
     int64_t thMax = (maxExtent(plan_.oh) + 1) / 2;
     for (int64_t s = thMax; s >= 1; --s) {
       int64_t pad = (s * twMax_ + nr_ - 1) / nr_ * nr_;
-      if (kWinogradPositions * plan_.cin * pad * 4 <= kMaxPanelBytes) {
+      if (kWinogradPositions * plan_.cin * pad * 4 <= kWinogradMaxPanelBytes) {
         rowsPerChunk_ = s;
         tPad_ = pad;
+        vK_ = plan_.cin * tPad_ + kSetSkew;
+        mK_ = shape_.mr * tPad_ + kSetSkew;
         break;
       }
     }
@@ -87,9 +95,9 @@ public:
     int64_t planeSize = (zRows + 2) * pitch;
     llvm::AllocaInst *plane = scratch(plan_.cin * planeSize, "wino_plane");
     llvm::AllocaInst *panels =
-        scratch(kWinogradPositions * plan_.cin * tPad_, "wino_panels");
+        scratch(kWinogradPositions * vK_, "wino_panels");
     llvm::AllocaInst *prods =
-        scratch(kWinogradPositions * shape_.mr * tPad_, "wino_products");
+        scratch(kWinogradPositions * mK_, "wino_products");
     llvm::AllocaInst *rows = scratch(shape_.mr * zRows * zPitch, "wino_rows");
 
     ivs_.assign(lo.begin(), lo.end());
@@ -141,7 +149,9 @@ public:
       // Panel columns past the last tile: zero, so the products there are
       // finite (they are never stored).
       loop(idx(0), idx(kWinogradPositions * plan_.cin), [&](llvm::Value *row) {
-        llvm::Value *at = b_.CreateMul(row, idx(tPad_));
+        llvm::Value *at = b_.CreateAdd(
+            b_.CreateMul(b_.CreateUDiv(row, idx(plan_.cin)), idx(vK_)),
+            b_.CreateMul(b_.CreateURem(row, idx(plan_.cin)), idx(tPad_)));
         loop(tiles, tilesPad, [&](llvm::Value *t) {
           b_.CreateStore(llvm::ConstantFP::get(f32_, 0.0),
                          b_.CreateInBoundsGEP(f32_, panels,
@@ -179,7 +189,7 @@ public:
         llvm::Value *m0 = b_.CreateMul(mb, idx(shape_.mr));
         llvm::Value *rowsM = smin(b_.CreateSub(mExt, m0), idx(shape_.mr));
         llvm::Value *co = b_.CreateAdd(lo[plan_.co], m0);
-        loop(idx(0), idx(kWinogradPositions * shape_.mr * tPad_),
+        loop(idx(0), idx(kWinogradPositions * mK_),
              [&](llvm::Value *i) {
                b_.CreateStore(llvm::ConstantFP::get(f32_, 0.0),
                               b_.CreateInBoundsGEP(f32_, prods, i));
@@ -319,7 +329,7 @@ private:
         int64_t k = i * 4 + j;
         b_.CreateStore(v[j], b_.CreateInBoundsGEP(
                                  f32_, panels,
-                                 b_.CreateAdd(chan, idx(k * plan_.cin * tPad_))));
+                                 b_.CreateAdd(chan, idx(k * vK_))));
       }
     }
   }
@@ -334,8 +344,8 @@ private:
           f32_, u,
           b_.CreateMul(b_.CreateAdd(b_.CreateMul(k, idx(plan_.cout)), co),
                        idx(plan_.cin)));
-      llvm::Value *bk = b_.CreateMul(k, idx(plan_.cin * tPad_));
-      llvm::Value *ck = b_.CreateMul(k, idx(shape_.mr * tPad_));
+      llvm::Value *bk = b_.CreateMul(k, idx(vK_));
+      llvm::Value *ck = b_.CreateMul(k, idx(mK_));
       loop(idx(0), nChunks, [&](llvm::Value *c) {
         llvm::Value *col = b_.CreateMul(c, idx(nr_));
         llvm::SmallVector<llvm::Value *, 8> args = {
@@ -382,7 +392,7 @@ private:
         m[i][j] = b_.CreateLoad(
             f32_, b_.CreateInBoundsGEP(
                       f32_, prods,
-                      b_.CreateAdd(at, idx(k * shape_.mr * tPad_))));
+                      b_.CreateAdd(at, idx(k * mK_))));
       }
     }
     // Rows: A^T m.
@@ -408,6 +418,8 @@ private:
   // Widest row of tiles, tile rows per chunk and panel width (tiles of a
   // chunk padded to whole NR-wide chunks).
   int64_t twMax_ = 0, rowsPerChunk_ = 0, tPad_ = 0;
+  // Floats between the 16 positions' panels and products.
+  int64_t vK_ = 0, mK_ = 0;
 };
 
 } // namespace

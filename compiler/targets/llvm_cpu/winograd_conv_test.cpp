@@ -145,7 +145,7 @@ const Case kCases[] = {
     {36, 13, 1, 33, 1},  // one pixel wide
     {32, 10, 12, 37, 0}, // no padding: 8x10 outputs
     {34, 15, 9, 32, 0},  // no padding, odd: 13x7 outputs
-    {32, 56, 20, 32, 1}, // several workgroups of row bands
+    {32, 56, 20, 32, 1}, // 280 tiles in one band (9 panels)
 };
 
 TEST(WinogradConvTest, Avx512MatchesReference) {
@@ -165,6 +165,26 @@ TEST(WinogradConvTest, ResidualEpilogueMatchesReference) {
     check({40, 14, 14, 48, 1}, target, "residual");
     check({32, 9, 13, 40, 1}, target, "residual");
   }
+}
+
+// Bands of output rows per workgroup: 128 channels of 14 tiles per row fit
+// 9 tile rows in the panel budget; 8 (112 tiles: 3 panels and one narrow
+// one, then 84 tiles in 3) compute the fewest panel columns. The second
+// band starts mid-map.
+TEST(WinogradConvTest, RowBandsMatchReference) {
+  for (const char *target : {"host", "x86_64"}) {
+    check({128, 28, 28, 32, 1}, target);
+  }
+  CompiledGraph c;
+  CompileOptions options;
+  options.load = false;
+  Case t = {128, 28, 28, 32, 1};
+  std::vector<float> w(size_t(t.co) * t.ci * 9, 0.5f), b(t.co, 0.25f);
+  ASSERT_TRUE(c.compile(graphText(t, "relu", w, b), options).ok());
+  ASSERT_EQ(c.program().regions.size(), 1u);
+  const dispatch::DispatchRegion &r = c.program().regions[0];
+  EXPECT_EQ(r.tileSizes, (std::vector<int64_t>{1, 32, 16, 28, 0, 0, 0}));
+  EXPECT_EQ(r.workgroupCount[1], 2);
 }
 
 // Scalar targets, the switch and too few channels keep the packed path.
