@@ -222,6 +222,10 @@ llvm::Function *microkernelFor(llvm::Module &m, unsigned vw,
   return f;
 }
 
+// How many reduction steps ahead the transposed kernels prefetch the rows
+// of b (rows of the weights, which stream from memory).
+constexpr int64_t kTransposedPrefetchRows = 16;
+
 class PackedGemmEmitter : public TileEmitter {
 public:
   PackedGemmEmitter(const dispatch::DispatchProgram &p,
@@ -796,12 +800,9 @@ private:
         llvm::SmallVector<llvm::Value *, 8> args = {x, idx(1), xStep, rows,
                                                     w, cp, kc};
         auto call = [&](unsigned nv) {
-          std::string name =
-              "osprey_gemmt_" + std::to_string(mrT_) + "x" +
-              std::to_string(nv * shape_.vectorWidth) + "_ld" +
-              std::to_string(aK) + "_" + std::to_string(mPadT_);
-          b_.CreateCall(kernelFor(name, mrT_, nv, aK, mPadT_,
-                                    /*prefetchB=*/true), args);
+          b_.CreateCall(
+              packedGemmTransposedKernel(m_, shape_, mrT_, nv, aK, mPadT_),
+              args);
         };
         if (!narrow) {
           call(shape_.nv);
@@ -838,24 +839,14 @@ private:
     return off;
   }
 
-  // The microkernel |name| (see microkernelFor); |prefetchB| prefetches
-  // rows of b kPrefetchRows steps ahead.
-  llvm::Function *kernelFor(const std::string &name, unsigned mr,
-                            unsigned nv, int64_t ldb, int64_t ldc,
-                            bool prefetchB = false) {
-    return microkernelFor(m_, shape_.vectorWidth, name, mr, nv, ldb, ldc,
-                          prefetchB ? kPrefetchRows : 0);
-  }
-
   const GemmPlan &plan_;
   GemmKernelShape shape_;
   // Tiles with at most this many column chunks loop over rows of A
   // outermost.
   static constexpr int64_t kRowsOuterChunks = 2;
-  // Reduction chunk of transposed tiles, and how many reduction steps ahead
-  // their kernels prefetch the rows of A.
+  // Reduction chunk of transposed tiles (their kernels prefetch the rows of
+  // A kTransposedPrefetchRows steps ahead).
   static constexpr int64_t kTransposedKc = 128;
-  static constexpr int64_t kPrefetchRows = 16;
   int64_t nr_ = 0, k_ = 0, kc_ = 0, chunks_ = 0, nPad_ = 0, mPad_ = 0;
   // Transposed tiles (columnPanelsOfA): pixel blocks of mrT_, nRowsT_ rows
   // of mPadT_ accumulators; directB_ when B is read in place with
@@ -880,6 +871,17 @@ llvm::Function *packedGemmKernel(llvm::Module &module,
                      std::to_string(shape.vectorWidth * shape.nv);
   return microkernelFor(module, shape.vectorWidth, name, shape.mr, nv, ld, ld,
                         0);
+}
+
+llvm::Function *packedGemmTransposedKernel(llvm::Module &module,
+                                          const GemmKernelShape &shape,
+                                          unsigned mr, unsigned nv,
+                                          int64_t ldb, int64_t ldc) {
+  std::string name = "osprey_gemmt_" + std::to_string(mr) + "x" +
+                     std::to_string(nv * shape.vectorWidth) + "_ld" +
+                     std::to_string(ldb) + "_" + std::to_string(ldc);
+  return microkernelFor(module, shape.vectorWidth, name, mr, nv, ldb, ldc,
+                        kTransposedPrefetchRows);
 }
 
 absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,

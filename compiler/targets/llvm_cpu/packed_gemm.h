@@ -47,6 +47,15 @@ llvm::Function *packedGemmKernel(llvm::Module &module,
                                  const GemmKernelShape &shape, unsigned nv,
                                  int64_t ld);
 
+// The transposed path's microkernel: the same computation with |mr|
+// broadcast rows (pixels), rows of b |ldb| floats apart (rows of weights
+// with output channels innermost, prefetched 16 steps ahead) and rows of c
+// |ldc| apart.
+llvm::Function *packedGemmTransposedKernel(llvm::Module &module,
+                                          const GemmKernelShape &shape,
+                                          unsigned mr, unsigned nv,
+                                          int64_t ldb, int64_t ldc);
+
 // If the region's root has a structured::GemmPlan and its scratch fits the
 // target's budget, emits the workgroup's tile at the builder's insertion
 // point (inside |fn|, loop ranges [lo[d], hi[d]) per root loop) as packed

@@ -32,6 +32,7 @@
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
 
 namespace osprey::compiler::llvm_cpu {
 namespace {
@@ -51,6 +52,16 @@ using structured::kWinogradMaxPanelBytes;
 // output transform's 16 loads would fall into one L1 set (12 ways) and
 // alias in the store buffer: one cache line more between positions.
 constexpr int64_t kSetSkew = 16;
+
+// Tile counts up to this that are not whole panels (49 tiles of a 14x14
+// map, 16 of a 7x7 one) run transposed (see transposedTail).
+constexpr int64_t kMaxTransposedTiles = 64;
+
+llvm::cl::opt<bool> transposedOption(
+    "osprey-winograd-transposed",
+    llvm::cl::desc("Run Winograd products over few tiles with vectors along "
+                   "output channels"),
+    llvm::cl::init(true), llvm::cl::Hidden);
 
 class WinogradEmitter : public TileEmitter {
 public:
@@ -77,13 +88,34 @@ public:
         break;
       }
     }
-    return rowsPerChunk_ > 0;
+    if (rowsPerChunk_ == 0) {
+      return false;
+    }
+    int64_t tMax = thMax * twMax_;
+    if (transposedOption && rowsPerChunk_ == thMax && tMax % nr_ != 0 &&
+        tMax <= kMaxTransposedTiles) {
+      // Tile blocks of mrT_ rows with the least padding (ties: larger).
+      int64_t best = -1;
+      for (int64_t r = shape_.mr; r >= 2; --r) {
+        int64_t waste = (tMax + r - 1) / r * r - tMax;
+        if (best < 0 || waste < best) {
+          best = waste;
+          mrT_ = r;
+        }
+      }
+      tPad_ = (tMax + mrT_ - 1) / mrT_ * mrT_;
+      coPad_ = (maxExtent(plan_.co) + nr_ - 1) / nr_ * nr_;
+      vK_ = plan_.cin * tPad_ + kSetSkew;
+      mK_ = tPad_ * coPad_ + kSetSkew;
+      transposed_ = true;
+    }
+    return true;
   }
 
   absl::Status emit(llvm::ArrayRef<llvm::Value *> lo,
                     llvm::ArrayRef<llvm::Value *> hi) {
     const StructuredOp &op = root();
-    llvm::Value *u = weights();
+    llvm::Value *u = transposed_ ? weightsTransposed() : weights();
     auto scratch = [&](int64_t n, const char *name) {
       llvm::AllocaInst *a =
           b_.CreateAlloca(llvm::ArrayType::get(f32_, n), nullptr, name);
@@ -98,7 +130,8 @@ public:
         scratch(kWinogradPositions * vK_, "wino_panels");
     llvm::AllocaInst *prods =
         scratch(kWinogradPositions * mK_, "wino_products");
-    llvm::AllocaInst *rows = scratch(shape_.mr * zRows * zPitch, "wino_rows");
+    llvm::AllocaInst *rows = scratch(
+        (transposed_ ? coPad_ : shape_.mr) * zRows * zPitch, "wino_rows");
 
     ivs_.assign(lo.begin(), lo.end());
     for (unsigned d : plan_.gemm.kLoops) {
@@ -144,7 +177,8 @@ public:
       llvm::Value *tr0 = b_.CreateMul(chunk, idx(rowsPerChunk_));
       llvm::Value *ths = smin(b_.CreateSub(th, tr0), idx(rowsPerChunk_));
       llvm::Value *tiles = b_.CreateMul(ths, tw);
-      llvm::Value *tilesPad = b_.CreateMul(ceilDiv(tiles, nr_), idx(nr_));
+      llvm::Value *tilesPad =
+          transposed_ ? idx(tPad_) : b_.CreateMul(ceilDiv(tiles, nr_), idx(nr_));
       llvm::Value *orow0 = b_.CreateAdd(ohLo, b_.CreateMul(tr0, idx(2)));
       // Panel columns past the last tile: zero, so the products there are
       // finite (they are never stored).
@@ -184,6 +218,11 @@ public:
               LoopHint::kNoInterleave);
         });
       });
+      if (transposed_) {
+        status = transposedTail(u, panels, prods, rows, lo, hi, mExt, ths, tw,
+                                tiles, orow0, zPitch);
+        return;
+      }
       // 2. and 3. per block of output channels.
       loop(idx(0), mBlocks, [&](llvm::Value *mb) {
         llvm::Value *m0 = b_.CreateMul(mb, idx(shape_.mr));
@@ -205,10 +244,10 @@ public:
             loop(
                 idx(0), tw,
                 [&](llvm::Value *tx) {
-                  outputTile(prods, b_.CreateAdd(mAt, b_.CreateAdd(tAt, tx)),
-                             rows,
-                             b_.CreateAdd(zRow, b_.CreateMul(tx, idx(2))),
-                             zPitch);
+                  outputTransform(
+                      prods, b_.CreateAdd(mAt, b_.CreateAdd(tAt, tx)), mK_,
+                      rows, b_.CreateAdd(zRow, b_.CreateMul(tx, idx(2))), 1,
+                      zPitch);
                 },
                 LoopHint::kNoInterleave);
           });
@@ -249,6 +288,162 @@ public:
   }
 
 private:
+  // Products, output transform and epilogue of transposed tiles: C^T[t][co]
+  // = V_k^T U_k^T, blocks of mrT_ tiles broadcast from the panels times
+  // 32 channels of a row of U^T[k][ci][co] (each 32-channel panel of U_k
+  // read from memory once and reused from L1 by every tile block), so 49
+  // tiles are 7 blocks of 7 instead of 64 vector columns; then the output
+  // transform vectorized along channels into rows[oy][ox][co] and the
+  // epilogue channel by channel.
+  absl::Status transposedTail(llvm::Value *ut, llvm::Value *panels,
+                              llvm::Value *prods, llvm::Value *rows,
+                              llvm::ArrayRef<llvm::Value *> lo,
+                              llvm::ArrayRef<llvm::Value *> hi,
+                              llvm::Value *mExt, llvm::Value *ths,
+                              llvm::Value *tw, llvm::Value *tiles,
+                              llvm::Value *orow0, int64_t zPitch) {
+    const StructuredOp &op = root();
+    loop(idx(0), idx(kWinogradPositions * mK_), [&](llvm::Value *i) {
+      b_.CreateStore(llvm::ConstantFP::get(f32_, 0.0),
+                     b_.CreateInBoundsGEP(f32_, prods, i));
+    });
+    llvm::Value *panelsCo = ceilDiv(mExt, nr_);
+    llvm::Value *blocks = ceilDiv(tiles, mrT_);
+    int64_t ldu = uTPitch();
+    loop(idx(0), idx(kWinogradPositions), [&](llvm::Value *k) {
+      llvm::Value *vk = b_.CreateMul(k, idx(vK_));
+      llvm::Value *mk = b_.CreateMul(k, idx(mK_));
+      llvm::Value *uk = b_.CreateMul(k, idx(plan_.cin * ldu));
+      loop(idx(0), panelsCo, [&](llvm::Value *pc) {
+        llvm::Value *c0 = b_.CreateMul(pc, idx(nr_));
+        llvm::Value *w = b_.CreateInBoundsGEP(
+            f32_, ut, b_.CreateAdd(uk, b_.CreateAdd(lo[plan_.co], c0)));
+        llvm::Value *narrow =
+            b_.CreateICmpSLE(b_.CreateSub(mExt, c0), idx(shape_.vectorWidth));
+        loop(idx(0), blocks, [&](llvm::Value *tb) {
+          llvm::Value *t0 = b_.CreateMul(tb, idx(mrT_));
+          llvm::Value *rowsT = smin(b_.CreateSub(tiles, t0), idx(mrT_));
+          llvm::Value *x =
+              b_.CreateInBoundsGEP(f32_, panels, b_.CreateAdd(vk, t0));
+          llvm::Value *cp = b_.CreateInBoundsGEP(
+              f32_, prods,
+              b_.CreateAdd(mk, b_.CreateAdd(b_.CreateMul(t0, idx(coPad_)), c0)));
+          llvm::SmallVector<llvm::Value *, 8> args = {
+              x, idx(1), idx(tPad_), rowsT, w, cp, idx(plan_.cin)};
+          auto call = [&](unsigned nv) {
+            b_.CreateCall(packedGemmTransposedKernel(m_, shape_, mrT_, nv, ldu,
+                                                     coPad_),
+                          args);
+          };
+          llvm::BasicBlock *wide =
+              llvm::BasicBlock::Create(ctx_, "winot_wide", fn_);
+          llvm::BasicBlock *thin =
+              llvm::BasicBlock::Create(ctx_, "winot_narrow", fn_);
+          llvm::BasicBlock *join =
+              llvm::BasicBlock::Create(ctx_, "winot_join", fn_);
+          b_.CreateCondBr(narrow, thin, wide);
+          b_.SetInsertPoint(wide);
+          call(shape_.nv);
+          b_.CreateBr(join);
+          b_.SetInsertPoint(thin);
+          call(1);
+          b_.CreateBr(join);
+          b_.SetInsertPoint(join);
+        });
+      });
+    });
+    // Output transform: rows[(oy * zPitch + ox) * coPad + co].
+    loop(idx(0), ths, [&](llvm::Value *ty) {
+      loop(idx(0), tw, [&](llvm::Value *tx) {
+        llvm::Value *t = b_.CreateAdd(b_.CreateMul(ty, tw), tx);
+        llvm::Value *tAt = b_.CreateMul(t, idx(coPad_));
+        llvm::Value *zAt = b_.CreateMul(
+            b_.CreateAdd(b_.CreateMul(ty, idx(2 * zPitch)),
+                         b_.CreateMul(tx, idx(2))),
+            idx(coPad_));
+        loop(
+            idx(0), mExt,
+            [&](llvm::Value *c) {
+              outputTransform(prods, b_.CreateAdd(tAt, c), mK_, rows,
+                              b_.CreateAdd(zAt, c), coPad_,
+                              zPitch * coPad_);
+            },
+            LoopHint::kNoInterleave);
+      });
+    });
+    absl::Status status = absl::OkStatus();
+    llvm::Value *oyEnd =
+        smin(b_.CreateMul(ths, idx(2)), b_.CreateSub(hi[plan_.oh], orow0));
+    llvm::Value *owExt = b_.CreateSub(hi[plan_.ow], lo[plan_.ow]);
+    loop(idx(0), mExt, [&](llvm::Value *c) {
+      ivs_[plan_.co] = b_.CreateAdd(lo[plan_.co], c);
+      loop(idx(0), oyEnd, [&](llvm::Value *oy) {
+        ivs_[plan_.oh] = b_.CreateAdd(orow0, oy);
+        llvm::Value *zRow = b_.CreateMul(oy, idx(zPitch));
+        loop(
+            idx(0), owExt,
+            [&](llvm::Value *ox) {
+              ivs_[plan_.ow] = b_.CreateAdd(lo[plan_.ow], ox);
+              llvm::Value *at = b_.CreateAdd(
+                  b_.CreateMul(b_.CreateAdd(zRow, ox), idx(coPad_)), c);
+              llvm::Value *v = b_.CreateAlignedLoad(
+                  f32_, b_.CreateInBoundsGEP(f32_, rows, at), llvm::Align(4));
+              if (*op.init != 0.0) {
+                v = b_.CreateFAdd(v, llvm::ConstantFP::get(f32_, *op.init));
+              }
+              if (status.ok()) {
+                status = hooks_.finish(v, ivs_);
+              }
+            },
+            LoopHint::kNoInterleave);
+      });
+    });
+    ivs_[plan_.co] = lo[plan_.co];
+    ivs_[plan_.oh] = lo[plan_.oh];
+    ivs_[plan_.ow] = lo[plan_.ow];
+    return status;
+  }
+
+  // Row pitch of U^T: all output channels padded to whole panels, plus one
+  // panel so a tile's channel panels never read past a row.
+  int64_t uTPitch() const {
+    return (plan_.cout + nr_ - 1) / nr_ * nr_ + nr_;
+  }
+
+  // The transformed weights as U^T[k][ci][co] (rows of uTPitch(), zero
+  // padded), an internal constant of the module.
+  llvm::Value *weightsTransposed() {
+    unsigned tensor = root().inputs[plan_.gemm.a].tensor;
+    std::string name = "osprey_winograd_ut" + std::to_string(tensor);
+    if (llvm::GlobalVariable *g = m_.getNamedGlobal(name)) {
+      return g;
+    }
+    std::vector<float> u =
+        structured::winogradWeights(p_.program, root(), plan_);
+    int64_t ld = uTPitch();
+    std::vector<float> ut(size_t(kWinogradPositions) * plan_.cin * ld, 0.0f);
+    for (int64_t k = 0; k < kWinogradPositions; ++k) {
+      for (int64_t co = 0; co < plan_.cout; ++co) {
+        for (int64_t ci = 0; ci < plan_.cin; ++ci) {
+          ut[size_t((k * plan_.cin + ci) * ld + co)] =
+              u[size_t((k * plan_.cout + co) * plan_.cin + ci)];
+        }
+      }
+    }
+    return constantArray(name, ut);
+  }
+
+  llvm::Value *constantArray(const std::string &name,
+                             const std::vector<float> &values) {
+    llvm::Constant *data = llvm::ConstantDataArray::get(ctx_, values);
+    auto *g = new llvm::GlobalVariable(m_, data->getType(), /*isConstant=*/true,
+                                       llvm::GlobalValue::InternalLinkage,
+                                       data, name);
+    g->setAlignment(llvm::Align(64));
+    g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+    return g;
+  }
+
   // The transformed weights U[k][co][ci] as an internal constant of the
   // module, one per weight tensor.
   llvm::Value *weights() {
@@ -257,15 +452,8 @@ private:
     if (llvm::GlobalVariable *g = m_.getNamedGlobal(name)) {
       return g;
     }
-    std::vector<float> u =
-        structured::winogradWeights(p_.program, root(), plan_);
-    llvm::Constant *data = llvm::ConstantDataArray::get(ctx_, u);
-    auto *g = new llvm::GlobalVariable(m_, data->getType(), /*isConstant=*/true,
-                                       llvm::GlobalValue::InternalLinkage,
-                                       data, name);
-    g->setAlignment(llvm::Align(64));
-    g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
-    return g;
+    return constantArray(
+        name, structured::winogradWeights(p_.program, root(), plan_));
   }
 
   // Copies rows [ih0, ih0 + nRows) of input channel |ci| into |plane|
@@ -381,18 +569,18 @@ private:
     });
   }
 
-  // A^T m A for the tile at |at| of |prods| (positions tPad * mr apart),
-  // stored as the 2x2 block at |zAt| of |rows| (|zPitch| floats per row).
-  void outputTile(llvm::Value *prods, llvm::Value *at, llvm::Value *rows,
-                  llvm::Value *zAt, int64_t zPitch) {
+  // A^T m A for the tile at |at| of |prods| (positions |kStride| apart),
+  // stored as the 2x2 block at |zAt| of |rows| (columns |colStride| and rows
+  // |rowStride| floats apart).
+  void outputTransform(llvm::Value *prods, llvm::Value *at, int64_t kStride,
+                       llvm::Value *rows, llvm::Value *zAt, int64_t colStride,
+                       int64_t rowStride) {
     llvm::Value *m[4][4];
     for (int i = 0; i < 4; ++i) {
       for (int j = 0; j < 4; ++j) {
-        int64_t k = i * 4 + j;
         m[i][j] = b_.CreateLoad(
             f32_, b_.CreateInBoundsGEP(
-                      f32_, prods,
-                      b_.CreateAdd(at, idx(k * mK_))));
+                      f32_, prods, b_.CreateAdd(at, idx((i * 4 + j) * kStride))));
       }
     }
     // Rows: A^T m.
@@ -404,10 +592,10 @@ private:
     for (int i = 0; i < 2; ++i) {
       llvm::Value *y0 = b_.CreateFAdd(b_.CreateFAdd(s[i][0], s[i][1]), s[i][2]);
       llvm::Value *y1 = b_.CreateFSub(b_.CreateFSub(s[i][1], s[i][2]), s[i][3]);
-      llvm::Value *row = b_.CreateAdd(zAt, idx(i * zPitch));
+      llvm::Value *row = b_.CreateAdd(zAt, idx(i * rowStride));
       b_.CreateStore(y0, b_.CreateInBoundsGEP(f32_, rows, row));
-      b_.CreateStore(y1, b_.CreateInBoundsGEP(f32_, rows,
-                                              b_.CreateAdd(row, idx(1))));
+      b_.CreateStore(y1, b_.CreateInBoundsGEP(
+                             f32_, rows, b_.CreateAdd(row, idx(colStride))));
     }
   }
 
@@ -420,6 +608,10 @@ private:
   int64_t twMax_ = 0, rowsPerChunk_ = 0, tPad_ = 0;
   // Floats between the 16 positions' panels and products.
   int64_t vK_ = 0, mK_ = 0;
+  // Transposed tiles: blocks of mrT_ tiles, products with rows of coPad_
+  // channels (tPad_ is then the tile count padded to whole blocks).
+  bool transposed_ = false;
+  int64_t mrT_ = 0, coPad_ = 0;
 };
 
 } // namespace

@@ -102,7 +102,7 @@ std::vector<double> reference(const Case &t, const std::vector<float> &x,
 // checks that it generated the convolution (the transformed weights are
 // in the IR) and compares with the reference.
 void check(const Case &t, const char *target,
-           const std::string &epilogue = "relu") {
+           const std::string &epilogue = "relu", bool transposed = true) {
   SCOPED_TRACE(std::string(target) + " " + epilogue + " ci " +
                std::to_string(t.ci) + " map " + std::to_string(t.h) + "x" +
                std::to_string(t.w) + " co " + std::to_string(t.co) + " pad " +
@@ -120,6 +120,7 @@ void check(const Case &t, const char *target,
   CompileOptions options;
   options.target = target;
   options.unsignedOptions = {{"osprey-winograd-min-pixels", 1}};
+  options.boolOptions = {{"osprey-winograd-transposed", transposed}};
   absl::Status s = c.compile(graphText(t, epilogue, w, b), options);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(c.program().regions.size(), 1u) << "the epilogue is fused";
@@ -137,9 +138,11 @@ void check(const Case &t, const char *target,
 
 // Odd maps leave partial 2x2 tiles at the right and bottom edges; a map one
 // pixel wide has tiles of one valid column; channel counts are no multiple
-// of a vector or of the microkernel's rows.
+// of a vector or of the microkernel's rows. Up to 64 tiles run transposed
+// (blocks of tiles times channel panels).
 const Case kCases[] = {
-    {40, 14, 14, 48, 1}, // 49 tiles: two panels, the second one column
+    {40, 14, 14, 48, 1}, // 49 tiles: 7 blocks of 7 (two panels, the second
+                         // one column when not transposed)
     {33, 7, 7, 35, 1},   // 16 tiles (one vector: the narrow kernel)
     {32, 9, 13, 40, 1},  // odd rows and columns
     {36, 13, 1, 33, 1},  // one pixel wide
@@ -164,7 +167,16 @@ TEST(WinogradConvTest, ResidualEpilogueMatchesReference) {
   for (const char *target : {"host", "x86_64"}) {
     check({40, 14, 14, 48, 1}, target, "residual");
     check({32, 9, 13, 40, 1}, target, "residual");
+    check({32, 9, 13, 40, 1}, target, "residual", /*transposed=*/false);
   }
+}
+
+// Small tile counts with vectors along tiles (panels of 32 or 16 tiles).
+TEST(WinogradConvTest, UntransposedMatchesReference) {
+  for (const Case &t : kCases) {
+    check(t, "host", "relu", /*transposed=*/false);
+  }
+  check({40, 14, 14, 48, 1}, "x86_64", "relu", /*transposed=*/false);
 }
 
 // Bands of output rows per workgroup: 128 channels of 14 tiles per row fit
