@@ -61,14 +61,20 @@ static llvm::cl::opt<unsigned> maxRowsOption(
 static llvm::cl::opt<unsigned> prologueScratchOption(
     "osprey-depthwise-prologue-max-scratch",
     llvm::cl::desc("Stack bytes of a depthwise convolution with a prologue "
-                   "on vector targets (0: 64 KiB)"),
+                   "on vector targets (0: 128 KiB)"),
     llvm::cl::init(0), llvm::cl::Hidden);
+
+static llvm::cl::opt<unsigned> prologueLoopOption(
+    "osprey-depthwise-prologue-loop",
+    llvm::cl::desc("1: run a depthwise prologue's reduction as a loop; 0: "
+                   "unrolled"),
+    llvm::cl::init(1), llvm::cl::Hidden);
 
 static llvm::cl::opt<unsigned> prologueBatchOption(
     "osprey-depthwise-prologue-planes",
     llvm::cl::desc("Planes whose prologue rows the depthwise convolution "
                    "computes together"),
-    llvm::cl::init(4), llvm::cl::Hidden);
+    llvm::cl::init(8), llvm::cl::Hidden);
 
 namespace {
 
@@ -151,9 +157,16 @@ public:
       return uint64_t(4 * slots * (phases_ * plane + t + s));
     };
     int64_t rows = 0;
-    for (int64_t r = oh; r >= 1 && !rows; --r) {
-      if (bytes(r) <= maxScratch) {
-        rows = r;
+    // With a prologue, fewer planes at once when a row of all does not fit
+    // (scalar targets' 8 KiB).
+    for (; !rows; slots /= 2) {
+      for (int64_t r = oh; r >= 1 && !rows; --r) {
+        if (bytes(r) <= maxScratch) {
+          rows = r;
+        }
+      }
+      if (rows || slots == 1) {
+        break;
       }
     }
     if (!rows) {
@@ -758,17 +771,23 @@ public:
       aSteps_ = std::move(as);
       bSteps_ = std::move(bs);
     }
+    if (aSteps_.size() > 1 && prologueLoopOption != 0) {
+      aStep_ = aSteps_[1];
+      bStep_ = bSteps_[1];
+      for (size_t k = 0; k < aSteps_.size(); ++k) {
+        if (aSteps_[k] != int64_t(k) * aStep_ ||
+            bSteps_[k] != int64_t(k) * bStep_) {
+          aStep_ = bStep_ = 0;
+        }
+      }
+      if (bStep_ == 0) {
+        aStep_ = 0;
+      }
+    }
     for (size_t i = 1; i < r_.prologue.size(); ++i) {
       for (const structured::ScalarNode &n : prog.ops[r_.prologue[i]]
                                                 .body.nodes()) {
         switch (n.kind) {
-        case structured::ScalarKind::Exp:
-        case structured::ScalarKind::Tanh:
-        case structured::ScalarKind::Sigmoid:
-          // Math expansions are written for scalars: the activation then
-          // runs in a separate loop the loop vectorizer widens.
-          mathEpilogue_ = true;
-          break;
         case structured::ScalarKind::Input:
         case structured::ScalarKind::Const:
         case structured::ScalarKind::Neg:
@@ -821,15 +840,6 @@ private:
           break;
         case structured::ScalarKind::Abs:
           v[k] = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x(0));
-          break;
-        case structured::ScalarKind::Exp:
-          v[k] = emitExp(b_, x(0));
-          break;
-        case structured::ScalarKind::Tanh:
-          v[k] = emitTanh(b_, x(0));
-          break;
-        case structured::ScalarKind::Sigmoid:
-          v[k] = emitSigmoid(b_, x(0));
           break;
         case structured::ScalarKind::Add:
           v[k] = b_.CreateFAdd(x(0), x(1));
@@ -954,7 +964,7 @@ private:
         smin(smax(b_.CreateSub(idx(width), colBase), c0), idx(len));
     // Per slot: plane scratch, weights, per-channel operands.
     int64_t g = batch_;
-    std::vector<llvm::Value *> planes(g), rows(g);
+    std::vector<llvm::Value *> planes(g), rows(g), aPtrs(g);
     std::vector<std::vector<llvm::Value *>> weights(g);
     std::vector<std::vector<std::vector<llvm::Value *>>> loaded(g);
     for (int64_t j = 0; j < g; ++j) {
@@ -988,7 +998,8 @@ private:
         }
       }
       llvm::Value *aPtr = at(hooks_.base(e.inputs[ea_].tensor), aOff);
-      for (int64_t step : aSteps_) {
+      aPtrs[j] = aPtr;
+      for (int64_t step : aStep_ != 0 ? std::vector<int64_t>() : aSteps_) {
         weights[j].push_back(splat(
             b_.CreateAlignedLoad(f32_, at(aPtr, idx(step)), llvm::Align(4))));
       }
@@ -1041,17 +1052,78 @@ private:
         llvm::Value *bPtr = b_.CreateGEP(f32_, bBase, bOff);
         llvm::Value *count = b_.CreateSub(c1, c0);
         // |xs| vectors at column c0 + x (masked by |mask| if set).
+        // (The last vector masked by |mask| if set.)
         auto dots = [&](llvm::Value *x, int64_t xs, llvm::Value *mask) {
           std::vector<std::vector<llvm::Value *>> acc(
               xs, std::vector<llvm::Value *>(g, nullptr));
-          for (size_t k = 0; k < bSteps_.size(); ++k) {
+          if (aStep_ != 0) {
+            // The reduction as a loop: weights loaded per step (a
+            // broadcast feeding |xs| FMAs) rather than hoisted out of the
+            // row loop, where g * K of them spilled and were reloaded
+            // for every FMA. The accumulators live in |accs| (promoted to
+            // registers).
+            if (!accs_) {
+              llvm::BasicBlock &entry = fn_->getEntryBlock();
+              llvm::IRBuilder<> eb(&entry, entry.begin());
+              accs_ = eb.CreateAlloca(llvm::ArrayType::get(vecTy_, 2 * g),
+                                      nullptr, "dw_prologue_acc");
+            }
+            auto slot = [&](int64_t u, int64_t j) {
+              return b_.CreateConstInBoundsGEP2_32(accs_->getAllocatedType(),
+                                                   accs_, 0, u * g + j);
+            };
+            llvm::Value *zero = llvm::Constant::getNullValue(vecTy_);
+            for (int64_t u = 0; u < xs; ++u) {
+              for (int64_t j = 0; j < g; ++j) {
+                b_.CreateStore(zero, slot(u, j));
+              }
+            }
+            loop(
+                idx(0), idx(int64_t(bSteps_.size())),
+                [&](llvm::Value *k) {
+                  std::vector<llvm::Value *> v(xs);
+                  llvm::Value *row = b_.CreateMul(k, idx(bStep_));
+                  for (int64_t u = 0; u < xs; ++u) {
+                    llvm::Value *ptr = b_.CreateGEP(
+                        f32_, bPtr,
+                        b_.CreateAdd(b_.CreateAdd(x, row),
+                                     idx(u * int64_t(vw_))));
+                    llvm::Value *m = u + 1 == xs ? mask : nullptr;
+                    v[u] = m ? static_cast<llvm::Value *>(
+                                   b_.CreateMaskedLoad(vecTy_, ptr,
+                                                       llvm::Align(4), m))
+                                : b_.CreateAlignedLoad(vecTy_, ptr,
+                                                       llvm::Align(4));
+                  }
+                  for (int64_t j = 0; j < g; ++j) {
+                    llvm::Value *w = splat(b_.CreateAlignedLoad(
+                        f32_, at(aPtrs[j], b_.CreateMul(k, idx(aStep_))),
+                        llvm::Align(4)));
+                    for (int64_t u = 0; u < xs; ++u) {
+                      llvm::Value *a = b_.CreateLoad(vecTy_, slot(u, j));
+                      b_.CreateStore(
+                          b_.CreateIntrinsic(llvm::Intrinsic::fmuladd,
+                                             {vecTy_}, {v[u], w, a}),
+                          slot(u, j));
+                    }
+                  }
+                },
+                LoopHint::kNoVectorize);
+            for (int64_t u = 0; u < xs; ++u) {
+              for (int64_t j = 0; j < g; ++j) {
+                acc[u][j] = b_.CreateLoad(vecTy_, slot(u, j));
+              }
+            }
+          }
+          for (size_t k = 0; k < bSteps_.size() && aStep_ == 0; ++k) {
             for (int64_t u = 0; u < xs; ++u) {
               llvm::Value *ptr = b_.CreateGEP(
                   f32_, bPtr,
                   b_.CreateAdd(x, idx(bSteps_[k] + u * int64_t(vw_))));
+              llvm::Value *m = u + 1 == xs ? mask : nullptr;
               llvm::Value *v =
-                  mask ? static_cast<llvm::Value *>(b_.CreateMaskedLoad(
-                             vecTy_, ptr, llvm::Align(4), mask))
+                  m ? static_cast<llvm::Value *>(b_.CreateMaskedLoad(
+                          vecTy_, ptr, llvm::Align(4), m))
                        : b_.CreateAlignedLoad(vecTy_, ptr, llvm::Align(4));
               for (int64_t j = 0; j < g; ++j) {
                 llvm::Value *&a = acc[u][j];
@@ -1063,13 +1135,11 @@ private:
           }
           for (int64_t u = 0; u < xs; ++u) {
             for (int64_t j = 0; j < g; ++j) {
-              llvm::Value *v =
-                  mathEpilogue_ ? acc[u][j]
-                                : prologueEpilogue(acc[u][j], vecTy_, loaded[j]);
+              llvm::Value *v = prologueEpilogue(acc[u][j], vecTy_, loaded[j]);
               llvm::Value *ptr =
                   at(dst[j], b_.CreateAdd(b_.CreateAdd(c0, x),
                                           idx(u * int64_t(vw_))));
-              if (mask) {
+              if (mask && u + 1 == xs) {
                 b_.CreateMaskedStore(v, ptr, llvm::Align(4), mask);
               } else {
                 b_.CreateAlignedStore(v, ptr, llvm::Align(4));
@@ -1082,43 +1152,52 @@ private:
             b_.CreateMul(b_.CreateUDiv(count, idx(pair)), idx(pair));
         stepLoop(idx(0), pairs, pair, LoopHint::kNoVectorize,
                  [&](llvm::Value *x) { dots(x, 2, nullptr); });
-        llvm::Value *full =
-            b_.CreateMul(b_.CreateUDiv(count, idx(vw_)), idx(vw_));
-        stepLoop(pairs, full, vw_, LoopHint::kNoVectorize,
-                 [&](llvm::Value *x) { dots(x, 1, nullptr); });
-        if (vw_ > 1) {
+        if (vw_ == 1) {
+          stepLoop(pairs, count, 1, LoopHint::kNoVectorize,
+                   [&](llvm::Value *x) { dots(x, 1, nullptr); });
+        } else {
+          // The rest of the row (under two vectors) as one more pair with
+          // its second vector masked, one vector, or one masked vector.
           llvm::Value *rem =
-              b_.CreateTrunc(b_.CreateSub(count, full), b_.getInt32Ty());
+              b_.CreateTrunc(b_.CreateSub(count, pairs), b_.getInt32Ty());
           std::vector<llvm::Constant *> steps;
           for (unsigned i = 0; i < vw_; ++i) {
             steps.push_back(b_.getInt32(i));
           }
-          llvm::Value *mask = b_.CreateICmpULT(
-              llvm::ConstantVector::get(steps), b_.CreateVectorSplat(vw_, rem));
-          // Rows of whole vectors (112, 56 wide) skip the masked tail.
-          llvm::BasicBlock *tail =
-              llvm::BasicBlock::Create(ctx_, "dw_prologue_tail", fn_);
+          auto lanesBelow = [&](llvm::Value *n) {
+            return b_.CreateICmpSLT(llvm::ConstantVector::get(steps),
+                                    b_.CreateVectorSplat(vw_, n));
+          };
+          llvm::Value *w = b_.getInt32(vw_);
+          llvm::BasicBlock *two =
+              llvm::BasicBlock::Create(ctx_, "dw_prologue_two", fn_);
+          llvm::BasicBlock *notTwo =
+              llvm::BasicBlock::Create(ctx_, "dw_prologue_short", fn_);
+          llvm::BasicBlock *one =
+              llvm::BasicBlock::Create(ctx_, "dw_prologue_one", fn_);
+          llvm::BasicBlock *part =
+              llvm::BasicBlock::Create(ctx_, "dw_prologue_part", fn_);
           llvm::BasicBlock *rest =
               llvm::BasicBlock::Create(ctx_, "dw_prologue_rest", fn_);
-          b_.CreateCondBr(b_.CreateICmpNE(rem, b_.getInt32(0)), tail, rest);
-          b_.SetInsertPoint(tail);
-          dots(full, 1, mask);
+          b_.CreateCondBr(b_.CreateICmpSGT(rem, w), two, notTwo);
+          b_.SetInsertPoint(two);
+          dots(pairs, 2, lanesBelow(b_.CreateSub(rem, w)));
+          b_.CreateBr(rest);
+          b_.SetInsertPoint(notTwo);
+          llvm::BasicBlock *check =
+              llvm::BasicBlock::Create(ctx_, "dw_prologue_check", fn_);
+          b_.CreateCondBr(b_.CreateICmpEQ(rem, w), one, check);
+          b_.SetInsertPoint(one);
+          dots(pairs, 1, nullptr);
+          b_.CreateBr(rest);
+          b_.SetInsertPoint(check);
+          b_.CreateCondBr(b_.CreateICmpSGT(rem, b_.getInt32(0)), part, rest);
+          b_.SetInsertPoint(part);
+          dots(pairs, 1, lanesBelow(rem));
           b_.CreateBr(rest);
           b_.SetInsertPoint(rest);
         }
         for (int64_t j = 0; j < g; ++j) {
-          if (mathEpilogue_) {
-            loop(
-                c0, c1,
-                [&](llvm::Value *c) {
-                  llvm::Value *ptr = at(dst[j], c);
-                  llvm::Value *v =
-                      b_.CreateAlignedLoad(f32_, ptr, llvm::Align(4));
-                  b_.CreateAlignedStore(prologueEpilogue(v, f32_, loaded[j]),
-                                        ptr, llvm::Align(4));
-                },
-                LoopHint::kNoInterleave);
-          }
           fillScalars(dst[j], idx(0), c0, pad);
           fillScalars(dst[j], c1, idx(len), pad);
         }
@@ -1328,9 +1407,12 @@ private:
   // matrix product's A and B operands as linear offsets (constant +
   // coefficient per loop) and their offsets per reduction step.
   unsigned eRank_ = 0, eSplit_ = 0, ea_ = 0, eb_ = 0;
+  // Offsets per reduction step when A's and B's are linear in the step
+  // (a reduction loop, see computeRows), else 0.
+  int64_t aStep_ = 0, bStep_ = 0;
+  llvm::AllocaInst *accs_ = nullptr;
   std::vector<int64_t> eDims_, aCoef_, bCoef_, aSteps_, bSteps_;
   int64_t aConst_ = 0, bConst_ = 0;
-  bool mathEpilogue_ = false;
   unsigned vw_ = 1;
   int64_t u_ = 1, lanes_ = 1;
   // Output rows per iteration of the row-by-row vector loop.
@@ -1397,7 +1479,7 @@ absl::StatusOr<bool> emitDepthwiseConv(const dispatch::DispatchProgram &program,
     // A prologue computes the rows of several planes per block, and each
     // block recomputes the rows its window shares with the next: larger
     // blocks than the copy's, the planes half in L2.
-    maxScratch = prologueScratchOption ? prologueScratchOption : 64 * 1024;
+    maxScratch = prologueScratchOption ? prologueScratchOption : 128 * 1024;
   }
   if (maxScratchOption != 0) {
     maxScratch = maxScratchOption;

@@ -105,7 +105,7 @@ void setOption(const char *name, unsigned value) {
 struct Settings {
   unsigned vectorWidth = 0;   // 1: the embedded targets' scalar code
   unsigned maxScratch = 0;    // 0: the target's default
-  unsigned planes = 4;        // planes computed together
+  unsigned planes = 8;        // planes computed together
 };
 
 void check(const Case &t, const char *target, const Settings &settings = {}) {
@@ -113,8 +113,10 @@ void check(const Case &t, const char *target, const Settings &settings = {}) {
                std::to_string(settings.vectorWidth) + " scratch " +
                std::to_string(settings.maxScratch) + " planes " +
                std::to_string(settings.planes));
-  // Small maps qualify too (by default only maps of 28 columns or more do).
+  // Small maps qualify too (by default only maps of 28 columns or more do,
+  // 56 for strided convolutions).
   setOption("osprey-depthwise-prologue-min-width", 1);
+  setOption("osprey-depthwise-prologue-min-strided-width", 1);
   setOption("osprey-depthwise-vector-width", settings.vectorWidth);
   setOption("osprey-depthwise-prologue-max-scratch", settings.maxScratch);
   setOption("osprey-depthwise-max-scratch", settings.maxScratch);
@@ -122,12 +124,20 @@ void check(const Case &t, const char *target, const Settings &settings = {}) {
   CompiledGraph c;
   absl::Status s = c.compile(graphText(t), target);
   setOption("osprey-depthwise-prologue-min-width", 28);
+  setOption("osprey-depthwise-prologue-min-strided-width", 56);
   ASSERT_TRUE(s.ok()) << s.message();
-  ASSERT_EQ(c.program().regions.size(), 1u)
-      << "the expansion runs inside the depthwise region";
-  EXPECT_FALSE(c.program().regions[0].prologue.empty());
-  EXPECT_NE(c.ir().find("dw_prologue_row"), std::string::npos)
-      << "the depthwise code computes the expansion's rows";
+  if (t.silu) {
+    // Not fused: the sigmoid's expansion is scalar code.
+    ASSERT_EQ(c.program().regions.size(), 2u);
+    EXPECT_TRUE(c.program().regions[1].prologue.empty());
+    EXPECT_EQ(c.ir().find("dw_prologue_row"), std::string::npos);
+  } else {
+    ASSERT_EQ(c.program().regions.size(), 1u)
+        << "the expansion runs inside the depthwise region";
+    EXPECT_FALSE(c.program().regions[0].prologue.empty());
+    EXPECT_NE(c.ir().find("dw_prologue_row"), std::string::npos)
+        << "the depthwise code computes the expansion's rows";
+  }
   auto x = randomData(size_t(t.ci) * t.h * t.w, 1);
   auto we = randomData(size_t(t.co) * t.ci, 2);
   auto be = randomData(t.co, 3);
@@ -180,9 +190,8 @@ TEST(DepthwisePrologueTest, ScalarMatchesReference) {
   }
 }
 
-// The expansion's SiLU (x * sigmoid(x)) runs in a separate loop over each
-// computed row.
-TEST(DepthwisePrologueTest, SiluMatchesReference) {
+// An expansion with a SiLU (x * sigmoid(x)) keeps its own region.
+TEST(DepthwisePrologueTest, SiluIsNotFused) {
   for (const char *target : {"host", "x86_64"}) {
     check({16, 28, 28, 12, 5, 2, 2, true}, target);
     check({8, 14, 14, 9, 3, 1, 1, true}, target);
@@ -191,7 +200,7 @@ TEST(DepthwisePrologueTest, SiluMatchesReference) {
 
 // A small budget splits planes into blocks of rows (the last one partial)
 // whose expansion rows overlap; 3 planes per batch leave the last batch of
-// a tile of 8 channels partial.
+// a tile of 8 channels partial; the reduction unrolled instead of a loop.
 TEST(DepthwisePrologueTest, RowBlocksAndPartialBatchesMatchReference) {
   Settings small;
   small.maxScratch = 12 * 1024;
@@ -205,6 +214,23 @@ TEST(DepthwisePrologueTest, RowBlocksAndPartialBatchesMatchReference) {
   Settings one;
   one.planes = 1;
   check({16, 56, 56, 8, 3, 2, 1}, "host", one);
+  setOption("osprey-depthwise-prologue-loop", 0);
+  check({24, 28, 28, 16, 3, 1, 1}, "host");
+}
+
+// The decision's thresholds at their defaults: 28-wide maps fuse with stride
+// 1, not with stride 2; 14-wide maps do not fuse.
+TEST(DepthwisePrologueTest, DefaultThresholds) {
+  auto regions = [](const Case &t) {
+    CompiledGraph c;
+    absl::Status s = c.compile(graphText(t), "host");
+    EXPECT_TRUE(s.ok()) << s.message();
+    return c.program().regions.size();
+  };
+  EXPECT_EQ(regions({16, 28, 28, 24, 3, 1, 1}), 1u);
+  EXPECT_EQ(regions({16, 28, 28, 24, 3, 2, 1}), 2u);
+  EXPECT_EQ(regions({16, 56, 56, 24, 3, 2, 1}), 1u);
+  EXPECT_EQ(regions({16, 14, 14, 24, 3, 1, 1}), 2u);
 }
 
 } // namespace
