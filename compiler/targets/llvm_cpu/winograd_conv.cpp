@@ -57,6 +57,12 @@ constexpr int64_t kSetSkew = 16;
 // map, 16 of a 7x7 one) run transposed (see transposedTail).
 constexpr int64_t kMaxTransposedTiles = 64;
 
+llvm::cl::opt<unsigned> blockRowsOption(
+    "osprey-winograd-block-rows",
+    llvm::cl::desc("Output channels per Winograd product block (at least "
+                   "the kernel's rows; larger blocks fit the panel budget)"),
+    llvm::cl::init(0), llvm::cl::Hidden);
+
 llvm::cl::opt<bool> transposedOption(
     "osprey-winograd-transposed",
     llvm::cl::desc("Run Winograd products over few tiles with vectors along "
@@ -84,7 +90,22 @@ public:
         rowsPerChunk_ = s;
         tPad_ = pad;
         vK_ = plan_.cin * tPad_ + kSetSkew;
-        mK_ = shape_.mr * tPad_ + kSetSkew;
+        // Products of MR output channels at a time by default. Larger
+        // blocks (the kernel then reuses each panel chunk from L1 for every
+        // MR rows of the block) measured slower: 64 rows on 56x56 maps
+        // 1.20 -> 1.33 ms, 128 rows on 28x28 1.03 -> 1.15 ms, 16 or 32
+        // rows within noise of 8.
+        int64_t mMax = (maxExtent(plan_.co) + shape_.mr - 1) / shape_.mr;
+        blockRows_ = shape_.mr;
+        if (blockRowsOption > shape_.mr) {
+          int64_t fit = kWinogradMaxPanelBytes /
+                        (kWinogradPositions * pad * 4 * shape_.mr);
+          blockRows_ = shape_.mr * std::max<int64_t>(
+                                       1, std::min<int64_t>(
+                                              {mMax, fit,
+                                               blockRowsOption / shape_.mr}));
+        }
+        mK_ = blockRows_ * tPad_ + kSetSkew;
         break;
       }
     }
@@ -131,7 +152,7 @@ public:
     llvm::AllocaInst *prods =
         scratch(kWinogradPositions * mK_, "wino_products");
     llvm::AllocaInst *rows = scratch(
-        (transposed_ ? coPad_ : shape_.mr) * zRows * zPitch, "wino_rows");
+        (transposed_ ? coPad_ : blockRows_) * zRows * zPitch, "wino_rows");
 
     ivs_.assign(lo.begin(), lo.end());
     for (unsigned d : plan_.gemm.kLoops) {
@@ -169,7 +190,7 @@ public:
     llvm::Value *c0 = smin(smax(b_.CreateSub(idx(0), iw0), idx(0)), cols);
     llvm::Value *c1 = smax(smin(b_.CreateSub(idx(inW), iw0), cols), c0);
     llvm::Value *mExt = b_.CreateSub(hi[plan_.co], lo[plan_.co]);
-    llvm::Value *mBlocks = ceilDiv(mExt, shape_.mr);
+    llvm::Value *mBlocks = ceilDiv(mExt, blockRows_);
     llvm::Value *chunks = ceilDiv(th, rowsPerChunk_);
     absl::Status status = absl::OkStatus();
 
@@ -225,8 +246,8 @@ public:
       }
       // 2. and 3. per block of output channels.
       loop(idx(0), mBlocks, [&](llvm::Value *mb) {
-        llvm::Value *m0 = b_.CreateMul(mb, idx(shape_.mr));
-        llvm::Value *rowsM = smin(b_.CreateSub(mExt, m0), idx(shape_.mr));
+        llvm::Value *m0 = b_.CreateMul(mb, idx(blockRows_));
+        llvm::Value *rowsM = smin(b_.CreateSub(mExt, m0), idx(blockRows_));
         llvm::Value *co = b_.CreateAdd(lo[plan_.co], m0);
         loop(idx(0), idx(kWinogradPositions * mK_),
              [&](llvm::Value *i) {
@@ -523,26 +544,33 @@ private:
   }
 
   // prods[k][r][t] += U[k][co + r][:] x panels[k][:][t] for the 16
-  // positions, r < rowsM, in NR-wide column chunks over |tiles| columns.
+  // positions, r < rowsM, in NR-wide column chunks over |tiles| columns,
+  // MR rows at a time innermost.
   void products(llvm::Value *u, llvm::Value *co, llvm::Value *rowsM,
                 llvm::Value *panels, llvm::Value *prods, llvm::Value *tiles) {
     llvm::Value *nChunks = ceilDiv(tiles, nr_);
+    llvm::Value *subBlocks = ceilDiv(rowsM, shape_.mr);
     loop(idx(0), idx(kWinogradPositions), [&](llvm::Value *k) {
-      llvm::Value *a = b_.CreateInBoundsGEP(
-          f32_, u,
-          b_.CreateMul(b_.CreateAdd(b_.CreateMul(k, idx(plan_.cout)), co),
-                       idx(plan_.cin)));
       llvm::Value *bk = b_.CreateMul(k, idx(vK_));
       llvm::Value *ck = b_.CreateMul(k, idx(mK_));
       loop(idx(0), nChunks, [&](llvm::Value *c) {
+       loop(idx(0), subBlocks, [&](llvm::Value *sb) {
         llvm::Value *col = b_.CreateMul(c, idx(nr_));
+        llvm::Value *r0 = b_.CreateMul(sb, idx(shape_.mr));
+        llvm::Value *a = b_.CreateInBoundsGEP(
+            f32_, u,
+            b_.CreateMul(b_.CreateAdd(b_.CreateMul(k, idx(plan_.cout)),
+                                      b_.CreateAdd(co, r0)),
+                         idx(plan_.cin)));
+        llvm::Value *cAt =
+            b_.CreateAdd(ck, b_.CreateAdd(b_.CreateMul(r0, idx(tPad_)), col));
         llvm::SmallVector<llvm::Value *, 8> args = {
             a,
             idx(plan_.cin),
             idx(1),
-            rowsM,
+            smin(b_.CreateSub(rowsM, r0), idx(shape_.mr)),
             b_.CreateInBoundsGEP(f32_, panels, b_.CreateAdd(bk, col)),
-            b_.CreateInBoundsGEP(f32_, prods, b_.CreateAdd(ck, col)),
+            b_.CreateInBoundsGEP(f32_, prods, cAt),
             idx(plan_.cin)};
         if (shape_.nv == 1) {
           b_.CreateCall(packedGemmKernel(m_, shape_, shape_.nv, tPad_), args);
@@ -565,6 +593,7 @@ private:
         b_.CreateCall(packedGemmKernel(m_, shape_, 1, tPad_), args);
         b_.CreateBr(join);
         b_.SetInsertPoint(join);
+       });
       });
     });
   }
@@ -608,6 +637,8 @@ private:
   int64_t twMax_ = 0, rowsPerChunk_ = 0, tPad_ = 0;
   // Floats between the 16 positions' panels and products.
   int64_t vK_ = 0, mK_ = 0;
+  // Output channels whose products are computed together (untransposed).
+  int64_t blockRows_ = 0;
   // Transposed tiles: blocks of mrT_ tiles, products with rows of coPad_
   // channels (tPad_ is then the tile count padded to whole blocks).
   bool transposed_ = false;

@@ -102,7 +102,8 @@ std::vector<double> reference(const Case &t, const std::vector<float> &x,
 // checks that it generated the convolution (the transformed weights are
 // in the IR) and compares with the reference.
 void check(const Case &t, const char *target,
-           const std::string &epilogue = "relu", bool transposed = true) {
+           const std::string &epilogue = "relu", bool transposed = true,
+           unsigned blockRows = 0) {
   SCOPED_TRACE(std::string(target) + " " + epilogue + " ci " +
                std::to_string(t.ci) + " map " + std::to_string(t.h) + "x" +
                std::to_string(t.w) + " co " + std::to_string(t.co) + " pad " +
@@ -119,7 +120,8 @@ void check(const Case &t, const char *target,
   CompiledGraph c;
   CompileOptions options;
   options.target = target;
-  options.unsignedOptions = {{"osprey-winograd-min-pixels", 1}};
+  options.unsignedOptions = {{"osprey-winograd-min-pixels", 1},
+                             {"osprey-winograd-block-rows", blockRows}};
   options.boolOptions = {{"osprey-winograd-transposed", transposed}};
   absl::Status s = c.compile(graphText(t, epilogue, w, b), options);
   ASSERT_TRUE(s.ok()) << s.message();
@@ -177,6 +179,11 @@ TEST(WinogradConvTest, UntransposedMatchesReference) {
     check(t, "host", "relu", /*transposed=*/false);
   }
   check({40, 14, 14, 48, 1}, "x86_64", "relu", /*transposed=*/false);
+  // Product blocks of several kernel row blocks (the last one partial).
+  check({40, 14, 14, 44, 1}, "host", "residual", /*transposed=*/false,
+        /*blockRows=*/24);
+  check({32, 9, 13, 40, 1}, "x86_64", "relu", /*transposed=*/false,
+        /*blockRows=*/24);
 }
 
 // Bands of output rows per workgroup: 128 channels of 14 tiles per row fit
