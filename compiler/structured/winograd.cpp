@@ -1,12 +1,14 @@
 // Recognition of 3x3 stride-1 convolutions for Winograd F(2x2, 3x3) and
-// the compile-time transform of their weights.
+// F(4x4, 3x3) and the compile-time transform of their weights.
 //
 // F(2x2, 3x3) computes a 2x2 block of outputs from a 4x4 input patch d as
 // A^T [(G g G^T) .* (B^T d B)] A: 16 multiplies instead of 36. Summed over
 // input channels, the 16 element-wise products become 16 independent
 // matrix products U_k[co][ci] x V_k[ci][tile], so a code generator runs its
 // matrix-product microkernel on them; U = G g G^T is computed here, once,
-// at compile time.
+// at compile time. F(4x4, 3x3) does the same with 6x6 patches: 36
+// multiplies per 16 outputs (2.25 per output instead of 4), with larger
+// transform coefficients (rounding errors a few times larger).
 #include "compiler/structured/winograd.h"
 
 #include <algorithm>
@@ -35,6 +37,13 @@ llvm::cl::opt<unsigned> minPixelsOption(
 // much per input element as 16 multiply-adds per output channel, the
 // output transform about 16 per input channel.
 constexpr int64_t kMinChannels = 32;
+
+// Narrowest output map (rows and columns) computed with 4x4 tiles.
+llvm::cl::opt<unsigned> minF4WidthOption(
+    "osprey-winograd-f4-min-width",
+    llvm::cl::desc("Narrowest output map computed as Winograd F(4x4, 3x3) "
+                   "(0: never)"),
+    llvm::cl::init(28), llvm::cl::Hidden);
 
 bool readsOnly(const AffineExpr &e, unsigned d) {
   for (size_t i = 0; i < e.coeffs.size(); ++i) {
@@ -170,6 +179,11 @@ std::optional<WinogradPlan> planWinograd(const StructuredProgram &p,
       pixels < static_cast<int64_t>(minPixelsOption)) {
     return std::nullopt;
   }
+  int64_t narrow = std::min(root.bounds[plan.oh], root.bounds[plan.ow]);
+  if (minF4WidthOption != 0 &&
+      narrow >= static_cast<int64_t>(minF4WidthOption)) {
+    plan.m = 4;
+  }
   return plan;
 }
 
@@ -179,7 +193,7 @@ void chooseWinogradTiles(const StructuredOp &root, const WinogradPlan &plan,
   // part of at most half of it runs the one-vector kernel.
   constexpr int64_t kPanel = 32;
   int64_t oh = root.bounds[plan.oh], ow = root.bounds[plan.ow];
-  int64_t th = (oh + 1) / 2, tw = (ow + 1) / 2;
+  int64_t th = (oh + plan.m - 1) / plan.m, tw = (ow + plan.m - 1) / plan.m;
   auto columns = [&](int64_t tiles) {
     int64_t rest = tiles % kPanel;
     return tiles / kPanel * kPanel + (rest == 0 ? 0 : rest <= kPanel / 2 ? kPanel / 2 : kPanel);
@@ -188,7 +202,7 @@ void chooseWinogradTiles(const StructuredOp &root, const WinogradPlan &plan,
   std::pair<int64_t, int64_t> bestRank;
   for (int64_t s = 1; s <= th; ++s) {
     int64_t padded = (s * tw + kPanel - 1) / kPanel * kPanel;
-    if (kWinogradPositions * plan.cin * padded * 4 > kWinogradMaxPanelBytes) {
+    if (plan.positions() * plan.cin * padded * 4 > kWinogradMaxPanelBytes) {
       break;
     }
     int64_t bands = (th + s - 1) / s;
@@ -204,7 +218,7 @@ void chooseWinogradTiles(const StructuredOp &root, const WinogradPlan &plan,
     return;
   }
   tiles[plan.co] = plan.cout;
-  tiles[plan.oh] = std::min(oh, 2 * best);
+  tiles[plan.oh] = std::min(oh, plan.m * best);
   tiles[plan.ow] = ow;
 }
 
@@ -215,10 +229,19 @@ std::vector<float> winogradWeights(const StructuredProgram &p,
   const float *w =
       reinterpret_cast<const float *>(p.tensors[a.tensor].constant->bytes().data());
   const std::vector<int64_t> &s = plan.gemm.aStrides;
-  // G = [[1, 0, 0], [1/2, 1/2, 1/2], [1/2, -1/2, 1/2], [0, 0, 1]].
-  static constexpr double kG[4][3] = {
+  // G for F(2x2, 3x3) (4 x 3) and F(4x4, 3x3) (6 x 3), interpolation
+  // points 0, 1, -1 (and 2, -2) and infinity.
+  static constexpr double kG2[4][3] = {
       {1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
-  std::vector<float> u(static_cast<size_t>(kWinogradPositions) * plan.cout *
+  static constexpr double kG4[6][3] = {{1.0 / 4, 0, 0},
+                                       {-1.0 / 6, -1.0 / 6, -1.0 / 6},
+                                       {-1.0 / 6, 1.0 / 6, -1.0 / 6},
+                                       {1.0 / 24, 1.0 / 12, 1.0 / 6},
+                                       {1.0 / 24, -1.0 / 12, 1.0 / 6},
+                                       {0, 0, 1}};
+  int64_t n = plan.patch();
+  auto gAt = [&](int64_t i, int j) { return n == 4 ? kG2[i][j] : kG4[i][j]; };
+  std::vector<float> u(static_cast<size_t>(plan.positions()) * plan.cout *
                        plan.cin);
   for (int64_t co = 0; co < plan.cout; ++co) {
     for (int64_t ci = 0; ci < plan.cin; ++ci) {
@@ -232,19 +255,19 @@ std::vector<float> winogradWeights(const StructuredProgram &p,
           g[kh][kw] = v;
         }
       }
-      // G g (4 x 3), then (G g) G^T (4 x 4).
-      double gg[4][3];
-      for (int i = 0; i < 4; ++i) {
+      // G g (n x 3), then (G g) G^T (n x n).
+      double gg[6][3];
+      for (int64_t i = 0; i < n; ++i) {
         for (int j = 0; j < 3; ++j) {
-          gg[i][j] = kG[i][0] * g[0][j] + kG[i][1] * g[1][j] +
-                     kG[i][2] * g[2][j];
+          gg[i][j] = gAt(i, 0) * g[0][j] + gAt(i, 1) * g[1][j] +
+                     gAt(i, 2) * g[2][j];
         }
       }
-      for (int i = 0; i < 4; ++i) {
-        for (int j = 0; j < 4; ++j) {
-          double v = gg[i][0] * kG[j][0] + gg[i][1] * kG[j][1] +
-                     gg[i][2] * kG[j][2];
-          u[(static_cast<size_t>(i * 4 + j) * plan.cout + co) * plan.cin +
+      for (int64_t i = 0; i < n; ++i) {
+        for (int64_t j = 0; j < n; ++j) {
+          double v = gg[i][0] * gAt(j, 0) + gg[i][1] * gAt(j, 1) +
+                     gg[i][2] * gAt(j, 2);
+          u[(static_cast<size_t>(i * n + j) * plan.cout + co) * plan.cin +
             ci] = static_cast<float>(v);
         }
       }

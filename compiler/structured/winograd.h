@@ -1,5 +1,5 @@
-// Recognition of convolutions computed as Winograd F(2x2, 3x3) and the
-// compile-time transform of their weights.
+// Recognition of convolutions computed as Winograd F(2x2, 3x3) or
+// F(4x4, 3x3) and the compile-time transform of their weights.
 #ifndef OSPREY_COMPILER_STRUCTURED_WINOGRAD_H_
 #define OSPREY_COMPILER_STRUCTURED_WINOGRAD_H_
 
@@ -30,6 +30,12 @@ struct WinogradPlan {
   unsigned rowResult = 0;          // B's result reading oh + kh
   int64_t padH = 0, padW = 0;      // B's zero padding above and left
   int64_t cin = 0, cout = 0;
+  // Output tile edge: F(m x m, 3x3) reads (m + 2) x (m + 2) input patches
+  // and multiplies (m + 2)^2 transformed values per tile and channel pair
+  // (16 per 4 outputs for m = 2, 36 per 16 for m = 4).
+  int64_t m = 2;
+  int64_t patch() const { return m + 2; }
+  int64_t positions() const { return patch() * patch(); }
 };
 
 // The plan of |root| when it has the form above and Winograd pays for its
@@ -39,23 +45,21 @@ struct WinogradPlan {
 std::optional<WinogradPlan> planWinograd(const StructuredProgram &program,
                                          const StructuredOp &root);
 
-// Number of transformed weight matrices (4 x 4 transform positions).
-inline constexpr int kWinogradPositions = 16;
 // Most bytes of transformed input panels per workgroup (code generators
 // keep them on the stack; 256 channels x 64 tiles take 1 MiB).
 inline constexpr int64_t kWinogradMaxPanelBytes = int64_t{1} << 20;
 
 // Tiles for a root with |plan|: all output channels and columns, and bands
-// of whole 2x2-tile rows whose panels fit kWinogradMaxPanelBytes, chosen
+// of whole rows of m x m tiles whose panels fit kWinogradMaxPanelBytes, chosen
 // for the fewest panel columns computed over all bands (tiles per band
 // padded to 32-wide panels, or 16 for a last part of at most 16), then the
 // fewest bands. Sets the entries of |tiles| for loops co, oh and ow.
 void chooseWinogradTiles(const StructuredOp &root, const WinogradPlan &plan,
                          std::vector<int64_t> &tiles);
 
-// The transformed weights U[k][co][ci] = (G g[co][ci] G^T)[k / 4][k % 4] of
-// |root| (kWinogradPositions * cout * cin floats), computed in double
-// precision from the constant A of |plan|. Requires |plan| from
+// The transformed weights U[k][co][ci] = (G g[co][ci] G^T)[k / n][k % n]
+// of |root| (n = plan.patch(); plan.positions() * cout * cin floats),
+// computed in double precision from the constant A of |plan|. Requires |plan| from
 // planWinograd(|program|, |root|).
 std::vector<float> winogradWeights(const StructuredProgram &program,
                                    const StructuredOp &root,

@@ -24,6 +24,7 @@
 #include "compiler/targets/llvm_cpu/winograd_conv.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,6 @@
 namespace osprey::compiler::llvm_cpu {
 namespace {
 
-using structured::kWinogradPositions;
 using structured::StructuredOp;
 using structured::WinogradPlan;
 
@@ -82,11 +82,13 @@ public:
 
   // Static sizes; false when one row of tiles does not fit the budget.
   bool size() {
-    twMax_ = (maxExtent(plan_.ow) + 1) / 2;
-    int64_t thMax = (maxExtent(plan_.oh) + 1) / 2;
+    tm_ = plan_.m;
+    pos_ = plan_.positions();
+    twMax_ = (maxExtent(plan_.ow) + tm_ - 1) / tm_;
+    int64_t thMax = (maxExtent(plan_.oh) + tm_ - 1) / tm_;
     for (int64_t s = thMax; s >= 1; --s) {
       int64_t pad = (s * twMax_ + nr_ - 1) / nr_ * nr_;
-      if (kWinogradPositions * plan_.cin * pad * 4 <= kWinogradMaxPanelBytes) {
+      if (pos_ * plan_.cin * pad * 4 <= kWinogradMaxPanelBytes) {
         rowsPerChunk_ = s;
         tPad_ = pad;
         vK_ = plan_.cin * tPad_ + kSetSkew;
@@ -99,7 +101,7 @@ public:
         blockRows_ = shape_.mr;
         if (blockRowsOption > shape_.mr) {
           int64_t fit = kWinogradMaxPanelBytes /
-                        (kWinogradPositions * pad * 4 * shape_.mr);
+                        (pos_ * pad * 4 * shape_.mr);
           blockRows_ = shape_.mr * std::max<int64_t>(
                                        1, std::min<int64_t>(
                                               {mMax, fit,
@@ -143,14 +145,14 @@ public:
       a->setAlignment(llvm::Align(64));
       return a;
     };
-    int64_t pitch = 2 * twMax_ + 2, zPitch = 2 * twMax_;
-    int64_t zRows = 2 * rowsPerChunk_;
+    int64_t pitch = tm_ * twMax_ + 2, zPitch = tm_ * twMax_;
+    int64_t zRows = tm_ * rowsPerChunk_;
     int64_t planeSize = (zRows + 2) * pitch;
     llvm::AllocaInst *plane = scratch(plan_.cin * planeSize, "wino_plane");
     llvm::AllocaInst *panels =
-        scratch(kWinogradPositions * vK_, "wino_panels");
+        scratch(pos_ * vK_, "wino_panels");
     llvm::AllocaInst *prods =
-        scratch(kWinogradPositions * mK_, "wino_products");
+        scratch(pos_ * mK_, "wino_products");
     llvm::AllocaInst *rows = scratch(
         (transposed_ ? coPad_ : blockRows_) * zRows * zPitch, "wino_rows");
 
@@ -180,10 +182,9 @@ public:
 
     llvm::Value *ohLo = lo[plan_.oh], *owLo = lo[plan_.ow];
     llvm::Value *owExt = b_.CreateSub(hi[plan_.ow], owLo);
-    llvm::Value *tw = b_.CreateUDiv(b_.CreateAdd(owExt, idx(1)), idx(2));
-    llvm::Value *th = b_.CreateUDiv(
-        b_.CreateAdd(b_.CreateSub(hi[plan_.oh], ohLo), idx(1)), idx(2));
-    llvm::Value *cols = b_.CreateAdd(b_.CreateMul(tw, idx(2)), idx(2));
+    llvm::Value *tw = ceilDiv(owExt, tm_);
+    llvm::Value *th = ceilDiv(b_.CreateSub(hi[plan_.oh], ohLo), tm_);
+    llvm::Value *cols = b_.CreateAdd(b_.CreateMul(tw, idx(tm_)), idx(2));
     // Plane columns c read input column owLo - padW + c; [c0, c1) are
     // inside the input.
     llvm::Value *iw0 = b_.CreateSub(owLo, idx(plan_.padW));
@@ -200,10 +201,10 @@ public:
       llvm::Value *tiles = b_.CreateMul(ths, tw);
       llvm::Value *tilesPad =
           transposed_ ? idx(tPad_) : b_.CreateMul(ceilDiv(tiles, nr_), idx(nr_));
-      llvm::Value *orow0 = b_.CreateAdd(ohLo, b_.CreateMul(tr0, idx(2)));
+      llvm::Value *orow0 = b_.CreateAdd(ohLo, b_.CreateMul(tr0, idx(tm_)));
       // Panel columns past the last tile: zero, so the products there are
       // finite (they are never stored).
-      loop(idx(0), idx(kWinogradPositions * plan_.cin), [&](llvm::Value *row) {
+      loop(idx(0), idx(pos_ * plan_.cin), [&](llvm::Value *row) {
         llvm::Value *at = b_.CreateAdd(
             b_.CreateMul(b_.CreateUDiv(row, idx(plan_.cin)), idx(vK_)),
             b_.CreateMul(b_.CreateURem(row, idx(plan_.cin)), idx(tPad_)));
@@ -221,19 +222,20 @@ public:
                                        b_.CreateMul(ci, idx(planeSize))),
                   input, base, ci, ciStride, rowStride, inH,
                   b_.CreateSub(orow0, idx(plan_.padH)),
-                  b_.CreateAdd(b_.CreateMul(ths, idx(2)), idx(2)), pitch,
+                  b_.CreateAdd(b_.CreateMul(ths, idx(tm_)), idx(2)), pitch,
                   iw0, cols, c0, c1);
       });
       loop(idx(0), idx(plan_.cin), [&](llvm::Value *ci) {
         llvm::Value *ciAt = b_.CreateMul(ci, idx(planeSize));
         loop(idx(0), ths, [&](llvm::Value *ty) {
-          llvm::Value *rowAt = b_.CreateAdd(ciAt, b_.CreateMul(ty, idx(2 * pitch)));
+          llvm::Value *rowAt =
+              b_.CreateAdd(ciAt, b_.CreateMul(ty, idx(tm_ * pitch)));
           llvm::Value *tAt = b_.CreateMul(ty, tw);
           loop(
               idx(0), tw,
               [&](llvm::Value *tx) {
                 inputTile(plane,
-                          b_.CreateAdd(rowAt, b_.CreateMul(tx, idx(2))), pitch,
+                          b_.CreateAdd(rowAt, b_.CreateMul(tx, idx(tm_))), pitch,
                           panels, ci, b_.CreateAdd(tAt, tx));
               },
               LoopHint::kNoInterleave);
@@ -249,7 +251,7 @@ public:
         llvm::Value *m0 = b_.CreateMul(mb, idx(blockRows_));
         llvm::Value *rowsM = smin(b_.CreateSub(mExt, m0), idx(blockRows_));
         llvm::Value *co = b_.CreateAdd(lo[plan_.co], m0);
-        loop(idx(0), idx(kWinogradPositions * mK_),
+        loop(idx(0), idx(pos_ * mK_),
              [&](llvm::Value *i) {
                b_.CreateStore(llvm::ConstantFP::get(f32_, 0.0),
                               b_.CreateInBoundsGEP(f32_, prods, i));
@@ -261,13 +263,13 @@ public:
           loop(idx(0), ths, [&](llvm::Value *ty) {
             llvm::Value *tAt = b_.CreateMul(ty, tw);
             llvm::Value *zRow =
-                b_.CreateAdd(zAt, b_.CreateMul(ty, idx(2 * zPitch)));
+                b_.CreateAdd(zAt, b_.CreateMul(ty, idx(tm_ * zPitch)));
             loop(
                 idx(0), tw,
                 [&](llvm::Value *tx) {
                   outputTransform(
                       prods, b_.CreateAdd(mAt, b_.CreateAdd(tAt, tx)), mK_,
-                      rows, b_.CreateAdd(zRow, b_.CreateMul(tx, idx(2))), 1,
+                      rows, b_.CreateAdd(zRow, b_.CreateMul(tx, idx(tm_))), 1,
                       zPitch);
                 },
                 LoopHint::kNoInterleave);
@@ -275,7 +277,7 @@ public:
         });
         // Epilogue along each output row.
         llvm::Value *oyEnd =
-            smin(b_.CreateMul(ths, idx(2)), b_.CreateSub(hi[plan_.oh], orow0));
+            smin(b_.CreateMul(ths, idx(tm_)), b_.CreateSub(hi[plan_.oh], orow0));
         loop(idx(0), rowsM, [&](llvm::Value *r) {
           ivs_[plan_.co] = b_.CreateAdd(co, r);
           llvm::Value *zAt = b_.CreateMul(r, idx(zRows * zPitch));
@@ -324,14 +326,14 @@ private:
                               llvm::Value *tw, llvm::Value *tiles,
                               llvm::Value *orow0, int64_t zPitch) {
     const StructuredOp &op = root();
-    loop(idx(0), idx(kWinogradPositions * mK_), [&](llvm::Value *i) {
+    loop(idx(0), idx(pos_ * mK_), [&](llvm::Value *i) {
       b_.CreateStore(llvm::ConstantFP::get(f32_, 0.0),
                      b_.CreateInBoundsGEP(f32_, prods, i));
     });
     llvm::Value *panelsCo = ceilDiv(mExt, nr_);
     llvm::Value *blocks = ceilDiv(tiles, mrT_);
     int64_t ldu = uTPitch();
-    loop(idx(0), idx(kWinogradPositions), [&](llvm::Value *k) {
+    loop(idx(0), idx(pos_), [&](llvm::Value *k) {
       llvm::Value *vk = b_.CreateMul(k, idx(vK_));
       llvm::Value *mk = b_.CreateMul(k, idx(mK_));
       llvm::Value *uk = b_.CreateMul(k, idx(plan_.cin * ldu));
@@ -379,8 +381,8 @@ private:
         llvm::Value *t = b_.CreateAdd(b_.CreateMul(ty, tw), tx);
         llvm::Value *tAt = b_.CreateMul(t, idx(coPad_));
         llvm::Value *zAt = b_.CreateMul(
-            b_.CreateAdd(b_.CreateMul(ty, idx(2 * zPitch)),
-                         b_.CreateMul(tx, idx(2))),
+            b_.CreateAdd(b_.CreateMul(ty, idx(tm_ * zPitch)),
+                         b_.CreateMul(tx, idx(tm_))),
             idx(coPad_));
         loop(
             idx(0), mExt,
@@ -394,7 +396,7 @@ private:
     });
     absl::Status status = absl::OkStatus();
     llvm::Value *oyEnd =
-        smin(b_.CreateMul(ths, idx(2)), b_.CreateSub(hi[plan_.oh], orow0));
+        smin(b_.CreateMul(ths, idx(tm_)), b_.CreateSub(hi[plan_.oh], orow0));
     llvm::Value *owExt = b_.CreateSub(hi[plan_.ow], lo[plan_.ow]);
     loop(idx(0), mExt, [&](llvm::Value *c) {
       ivs_[plan_.co] = b_.CreateAdd(lo[plan_.co], c);
@@ -442,8 +444,8 @@ private:
     std::vector<float> u =
         structured::winogradWeights(p_.program, root(), plan_);
     int64_t ld = uTPitch();
-    std::vector<float> ut(size_t(kWinogradPositions) * plan_.cin * ld, 0.0f);
-    for (int64_t k = 0; k < kWinogradPositions; ++k) {
+    std::vector<float> ut(size_t(pos_) * plan_.cin * ld, 0.0f);
+    for (int64_t k = 0; k < pos_; ++k) {
       for (int64_t co = 0; co < plan_.cout; ++co) {
         for (int64_t ci = 0; ci < plan_.cin; ++ci) {
           ut[size_t((k * plan_.cin + ci) * ld + co)] =
@@ -508,37 +510,71 @@ private:
     });
   }
 
-  // B^T d B for the 4x4 patch at |at| of |plane|, stored as
-  // panels[(k * cin + ci) * tPad + t].
+  // sum_j coeffs[j] * x[j] over the non-zero coefficients (small
+  // integers), starting from a positive one.
+  llvm::Value *combine(const int *coeffs, llvm::Value *const *x, int64_t n) {
+    llvm::Value *acc = nullptr;
+    int64_t first = 0;
+    while (first < n && coeffs[first] <= 0) {
+      ++first;
+    }
+    for (int64_t step = 0; step < n; ++step) {
+      int64_t j = (first + step) % n;
+      int c = coeffs[j];
+      if (c == 0) {
+        continue;
+      }
+      llvm::Value *term = x[j];
+      if (c != 1 && c != -1) {
+        term = b_.CreateFMul(term, llvm::ConstantFP::get(f32_, std::abs(c)));
+      }
+      if (!acc) {
+        acc = c > 0 ? term : b_.CreateFNeg(term);
+      } else {
+        acc = c > 0 ? b_.CreateFAdd(acc, term) : b_.CreateFSub(acc, term);
+      }
+    }
+    return acc ? acc : llvm::ConstantFP::get(f32_, 0.0);
+  }
+
+  // B^T d B for the n x n patch at |at| of |plane|, stored as
+  // panels[k * vK + ci * tPad + t].
   void inputTile(llvm::Value *plane, llvm::Value *at, int64_t pitch,
                  llvm::Value *panels, llvm::Value *ci, llvm::Value *t) {
-    llvm::Value *d[4][4];
-    for (int i = 0; i < 4; ++i) {
-      for (int j = 0; j < 4; ++j) {
+    // B^T of F(2x2, 3x3) and of F(4x4, 3x3) (points 0, 1, -1, 2, -2).
+    static constexpr int kBt2[4][4] = {
+        {1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+    static constexpr int kBt4[6][6] = {
+        {4, 0, -5, 0, 1, 0},  {0, -4, -4, 1, 1, 0}, {0, 4, -4, -1, 1, 0},
+        {0, -2, -1, 2, 1, 0}, {0, 2, -1, -2, 1, 0}, {0, 4, 0, -5, 0, 1}};
+    int64_t n = tm_ + 2;
+    auto bt = [&](int64_t i) { return n == 4 ? kBt2[i] : kBt4[i]; };
+    llvm::Value *d[6][6];
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
         d[i][j] = b_.CreateLoad(
             f32_, b_.CreateInBoundsGEP(f32_, plane,
                                        b_.CreateAdd(at, idx(i * pitch + j))));
       }
     }
-    // Rows: B^T d.
-    llvm::Value *x[4][4];
-    for (int j = 0; j < 4; ++j) {
-      x[0][j] = b_.CreateFSub(d[0][j], d[2][j]);
-      x[1][j] = b_.CreateFAdd(d[1][j], d[2][j]);
-      x[2][j] = b_.CreateFSub(d[2][j], d[1][j]);
-      x[3][j] = b_.CreateFSub(d[1][j], d[3][j]);
+    // Rows: x = B^T d (column j of d combined over rows).
+    llvm::Value *x[6][6];
+    for (int64_t j = 0; j < n; ++j) {
+      llvm::Value *col[6];
+      for (int64_t i = 0; i < n; ++i) {
+        col[i] = d[i][j];
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        x[i][j] = combine(bt(i), col, n);
+      }
     }
     llvm::Value *chan = b_.CreateAdd(b_.CreateMul(ci, idx(tPad_)), t);
-    for (int i = 0; i < 4; ++i) {
-      llvm::Value *v[4] = {b_.CreateFSub(x[i][0], x[i][2]),
-                           b_.CreateFAdd(x[i][1], x[i][2]),
-                           b_.CreateFSub(x[i][2], x[i][1]),
-                           b_.CreateFSub(x[i][1], x[i][3])};
-      for (int j = 0; j < 4; ++j) {
-        int64_t k = i * 4 + j;
-        b_.CreateStore(v[j], b_.CreateInBoundsGEP(
-                                 f32_, panels,
-                                 b_.CreateAdd(chan, idx(k * vK_))));
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        b_.CreateStore(combine(bt(j), x[i], n),
+                       b_.CreateInBoundsGEP(
+                           f32_, panels,
+                           b_.CreateAdd(chan, idx((i * n + j) * vK_))));
       }
     }
   }
@@ -550,7 +586,7 @@ private:
                 llvm::Value *panels, llvm::Value *prods, llvm::Value *tiles) {
     llvm::Value *nChunks = ceilDiv(tiles, nr_);
     llvm::Value *subBlocks = ceilDiv(rowsM, shape_.mr);
-    loop(idx(0), idx(kWinogradPositions), [&](llvm::Value *k) {
+    loop(idx(0), idx(pos_), [&](llvm::Value *k) {
       llvm::Value *bk = b_.CreateMul(k, idx(vK_));
       llvm::Value *ck = b_.CreateMul(k, idx(mK_));
       loop(idx(0), nChunks, [&](llvm::Value *c) {
@@ -599,32 +635,44 @@ private:
   }
 
   // A^T m A for the tile at |at| of |prods| (positions |kStride| apart),
-  // stored as the 2x2 block at |zAt| of |rows| (columns |colStride| and rows
-  // |rowStride| floats apart).
+  // stored as the m x m block at |zAt| of |rows| (columns |colStride| and
+  // rows |rowStride| floats apart).
   void outputTransform(llvm::Value *prods, llvm::Value *at, int64_t kStride,
                        llvm::Value *rows, llvm::Value *zAt, int64_t colStride,
                        int64_t rowStride) {
-    llvm::Value *m[4][4];
-    for (int i = 0; i < 4; ++i) {
-      for (int j = 0; j < 4; ++j) {
+    static constexpr int kAt2[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+    static constexpr int kAt4[4][6] = {{1, 1, 1, 1, 1, 0},
+                                       {0, 1, -1, 2, -2, 0},
+                                       {0, 1, 1, 4, 4, 0},
+                                       {0, 1, -1, 8, -8, 1}};
+    int64_t n = tm_ + 2;
+    auto at_ = [&](int64_t i) { return n == 4 ? kAt2[i] : kAt4[i]; };
+    llvm::Value *m[6][6];
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
         m[i][j] = b_.CreateLoad(
             f32_, b_.CreateInBoundsGEP(
-                      f32_, prods, b_.CreateAdd(at, idx((i * 4 + j) * kStride))));
+                      f32_, prods, b_.CreateAdd(at, idx((i * n + j) * kStride))));
       }
     }
-    // Rows: A^T m.
-    llvm::Value *s[2][4];
-    for (int j = 0; j < 4; ++j) {
-      s[0][j] = b_.CreateFAdd(b_.CreateFAdd(m[0][j], m[1][j]), m[2][j]);
-      s[1][j] = b_.CreateFSub(b_.CreateFSub(m[1][j], m[2][j]), m[3][j]);
+    // Rows: s = A^T m.
+    llvm::Value *s[4][6];
+    for (int64_t j = 0; j < n; ++j) {
+      llvm::Value *col[6];
+      for (int64_t i = 0; i < n; ++i) {
+        col[i] = m[i][j];
+      }
+      for (int64_t i = 0; i < tm_; ++i) {
+        s[i][j] = combine(at_(i), col, n);
+      }
     }
-    for (int i = 0; i < 2; ++i) {
-      llvm::Value *y0 = b_.CreateFAdd(b_.CreateFAdd(s[i][0], s[i][1]), s[i][2]);
-      llvm::Value *y1 = b_.CreateFSub(b_.CreateFSub(s[i][1], s[i][2]), s[i][3]);
+    for (int64_t i = 0; i < tm_; ++i) {
       llvm::Value *row = b_.CreateAdd(zAt, idx(i * rowStride));
-      b_.CreateStore(y0, b_.CreateInBoundsGEP(f32_, rows, row));
-      b_.CreateStore(y1, b_.CreateInBoundsGEP(
-                             f32_, rows, b_.CreateAdd(row, idx(colStride))));
+      for (int64_t j = 0; j < tm_; ++j) {
+        b_.CreateStore(combine(at_(j), s[i], n),
+                       b_.CreateInBoundsGEP(
+                           f32_, rows, b_.CreateAdd(row, idx(j * colStride))));
+      }
     }
   }
 
@@ -635,6 +683,8 @@ private:
   // Widest row of tiles, tile rows per chunk and panel width (tiles of a
   // chunk padded to whole NR-wide chunks).
   int64_t twMax_ = 0, rowsPerChunk_ = 0, tPad_ = 0;
+  // Output tile edge (plan_.m) and transform positions per tile.
+  int64_t tm_ = 2, pos_ = 16;
   // Floats between the 16 positions' panels and products.
   int64_t vK_ = 0, mK_ = 0;
   // Output channels whose products are computed together (untransposed).
