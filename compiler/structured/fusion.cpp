@@ -1001,11 +1001,6 @@ llvm::cl::opt<unsigned> prologueMinWidthOption(
     "osprey-depthwise-prologue-min-width",
     llvm::cl::desc("Narrowest depthwise input map an expansion is fused into"),
     llvm::cl::init(28), llvm::cl::Hidden);
-llvm::cl::opt<unsigned> prologueMinStridedWidthOption(
-    "osprey-depthwise-prologue-min-strided-width",
-    llvm::cl::desc("Narrowest input map of a strided depthwise convolution "
-                   "an expansion is fused into"),
-    llvm::cl::init(56), llvm::cl::Hidden);
 
 // Channels per workgroup of a depthwise group with a prologue.
 constexpr int64_t kPrologueChannelTile = 8;
@@ -1188,16 +1183,14 @@ int prologueGroup(const StructuredProgram &p, unsigned g) {
   }
   // Rows of the depthwise input never straddle the expansion's pixel loop.
   int64_t width = vDims.back();
-  // Measured per block (MobileNetV2, single layers, CPU time against the
-  // unfused pair): 112-wide stride 2 -30%, 56-wide stride 1 -30%, stride 2
-  // -10%, 28-wide stride 1 -20%, but 28-wide stride 2 +5-15% and 14-wide
-  // +40%: an expanded map of 600 KB or less stays in L2, where the matrix
+  // Measured per block (MobileNetV2's shapes alone, CPU time against the
+  // unfused pair): 112-wide stride 2 -50%, 56-wide stride 1 -24%, stride 2
+  // -32%, 28-wide -20% (stride 1) and -13% (stride 2), but 14-wide +25%:
+  // there the expanded map is small and stays in cache, where the matrix
   // product's microkernel beats the prologue's dot products.
-  bool strided = rc->rowStride > 1 || rc->colStride > 1;
   if (width <= 0 || tDims.back() % width != 0 ||
       k > int64_t(prologueMaxReductionOption) ||
-      width < int64_t(prologueMinWidthOption) ||
-      (strided && width < int64_t(prologueMinStridedWidthOption))) {
+      width < int64_t(prologueMinWidthOption)) {
     return -1;
   }
   return e;

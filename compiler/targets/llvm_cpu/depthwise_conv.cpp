@@ -110,6 +110,13 @@ public:
     phases_ = sh_ * sw_;
     int64_t ow = maxExtent(plan_.col), oh = maxExtent(plan_.row);
     wq_ = ow + (kw_ - 1) * dw_ / sw_;
+    if (prologue() && vw_ > 1) {
+      // Whole vectors per plane row: with the plane shifted so the first
+      // input column lands on a vector boundary (see emitPrologue), the
+      // prologue's stores are aligned (unaligned ones, two cache lines
+      // each, cost as much as the dot products of a 16-channel expansion).
+      wq_ = roundUp(wq_, vw_);
+    }
     khx_ = (kh_ - 1) * dh_ / sh_;
     int64_t taps = kw_ * kh_;
     // Scalar code keeps a row of up to 8 accumulators (4 beside the 25
@@ -207,7 +214,12 @@ public:
     }
     direct_ = direct_ && rolledCount_ == 1;
     if (prologue()) {
-      // Depthwise only (fuseAndTile); the batch is set above.
+      // Depthwise only (fuseAndTile); the batch is set above. Room for the
+      // shift of the planes (rows with column phases) by up to a vector.
+      if (vw_ > 1) {
+        planeStride_ += vw_;
+        tLen_ += tLen_ ? vw_ : 0;
+      }
       batch_ = slots;
       return rolledCount_ == 1;
     }
@@ -897,8 +909,26 @@ private:
         linear = b_.CreateUDiv(linear, extent[k]);
       }
       planeBase_ = at(plane_, b_.CreateMul(j, idx(phases_ * planeStride_)));
+      if (sw_ == 1) {
+        planeBase_ = at(planeBase_, shift_);
+      }
       sumsBase_ = at(sums_, b_.CreateMul(j, idx(sLen_)));
     };
+    // The first input column of a row (c0 in computeRows) lands on a vector
+    // boundary of the planes (stride 1) or of the row buffers they are
+    // split from.
+    {
+      const structured::OperandAccess &in = op.inputs[plan_.b];
+      const structured::AffineExpr &colExpr = in.map.results.back();
+      llvm::Value *colBase = b_.CreateAdd(
+          b_.CreateMul(lo_[plan_.col], idx(sw_)), idx(colExpr.constant));
+      llvm::Value *c0 =
+          smin(smax(b_.CreateSub(idx(0), colBase), idx(0)), idx(sw_ * wq_));
+      shift_ = vw_ > 1 ? b_.CreateURem(
+                             b_.CreateSub(idx(vw_), b_.CreateURem(c0, idx(vw_))),
+                             idx(vw_))
+                       : idx(0);
+    }
     int64_t ow = op.bounds[plan_.col];
     stepLoop(idx(0), total, batch_, LoopHint::kDefault, [&](llvm::Value *b0) {
       llvm::Value *n = smin(idx(batch_), b_.CreateSub(total, b0));
@@ -972,7 +1002,7 @@ private:
               idx(j));
       planes[j] = planeBase_;
       if (sw_ > 1) {
-        rows[j] = at(row_, idx(j * tLen_));
+        rows[j] = at(row_, b_.CreateAdd(idx(j * tLen_), shift_));
       }
       // The plane's offset in the value, over whole planes: the
       // expansion's channel indices.
@@ -1411,6 +1441,8 @@ private:
   // (a reduction loop, see computeRows), else 0.
   int64_t aStep_ = 0, bStep_ = 0;
   llvm::AllocaInst *accs_ = nullptr;
+  // Elements the prologue's planes or row buffers are shifted by.
+  llvm::Value *shift_ = nullptr;
   std::vector<int64_t> eDims_, aCoef_, bCoef_, aSteps_, bSteps_;
   int64_t aConst_ = 0, bConst_ = 0;
   unsigned vw_ = 1;

@@ -113,10 +113,8 @@ void check(const Case &t, const char *target, const Settings &settings = {}) {
                std::to_string(settings.vectorWidth) + " scratch " +
                std::to_string(settings.maxScratch) + " planes " +
                std::to_string(settings.planes));
-  // Small maps qualify too (by default only maps of 28 columns or more do,
-  // 56 for strided convolutions).
+  // Small maps qualify too (by default only maps of 28 columns or more do).
   setOption("osprey-depthwise-prologue-min-width", 1);
-  setOption("osprey-depthwise-prologue-min-strided-width", 1);
   setOption("osprey-depthwise-vector-width", settings.vectorWidth);
   setOption("osprey-depthwise-prologue-max-scratch", settings.maxScratch);
   setOption("osprey-depthwise-max-scratch", settings.maxScratch);
@@ -124,7 +122,6 @@ void check(const Case &t, const char *target, const Settings &settings = {}) {
   CompiledGraph c;
   absl::Status s = c.compile(graphText(t), target);
   setOption("osprey-depthwise-prologue-min-width", 28);
-  setOption("osprey-depthwise-prologue-min-strided-width", 56);
   ASSERT_TRUE(s.ok()) << s.message();
   if (t.silu) {
     // Not fused: the sigmoid's expansion is scalar code.
@@ -218,8 +215,8 @@ TEST(DepthwisePrologueTest, RowBlocksAndPartialBatchesMatchReference) {
   check({24, 28, 28, 16, 3, 1, 1}, "host");
 }
 
-// The decision's thresholds at their defaults: 28-wide maps fuse with stride
-// 1, not with stride 2; 14-wide maps do not fuse.
+// The decision's thresholds at their defaults: 28-wide maps fuse, 14-wide
+// maps do not.
 TEST(DepthwisePrologueTest, DefaultThresholds) {
   auto regions = [](const Case &t) {
     CompiledGraph c;
@@ -228,7 +225,7 @@ TEST(DepthwisePrologueTest, DefaultThresholds) {
     return c.program().regions.size();
   };
   EXPECT_EQ(regions({16, 28, 28, 24, 3, 1, 1}), 1u);
-  EXPECT_EQ(regions({16, 28, 28, 24, 3, 2, 1}), 2u);
+  EXPECT_EQ(regions({16, 28, 28, 24, 3, 2, 1}), 1u);
   EXPECT_EQ(regions({16, 56, 56, 24, 3, 2, 1}), 1u);
   EXPECT_EQ(regions({16, 14, 14, 24, 3, 1, 1}), 2u);
 }
