@@ -1002,19 +1002,26 @@ llvm::cl::opt<unsigned> prologueMinWidthOption(
     llvm::cl::desc("Narrowest depthwise input map an expansion is fused into"),
     llvm::cl::init(28), llvm::cl::Hidden);
 
+llvm::cl::opt<unsigned> prologueMathMinWidthOption(
+    "osprey-depthwise-prologue-math-min-width",
+    llvm::cl::desc("Narrowest depthwise input map an expansion whose "
+                   "activation uses exp, tanh or sigmoid is fused into"),
+    llvm::cl::init(56), llvm::cl::Hidden);
+
 // Channels per workgroup of a depthwise group with a prologue.
 constexpr int64_t kPrologueChannelTile = 8;
 
 // Scalar kinds a prologue's epilogue may use (depthwise_conv.cpp evaluates
-// them on vectors). Not exp, tanh or sigmoid: their expansions are scalar
-// code the loop vectorizer widens, and in a separate loop per computed row
-// EfficientNet's SiLU blocks ran 5-30% slower than unfused.
+// them on vectors, exp, tanh and sigmoid in a loop over each computed row).
 bool prologueKind(ScalarKind k) {
   switch (k) {
   case ScalarKind::Input:
   case ScalarKind::Const:
   case ScalarKind::Neg:
   case ScalarKind::Abs:
+  case ScalarKind::Exp:
+  case ScalarKind::Tanh:
+  case ScalarKind::Sigmoid:
   case ScalarKind::Add:
   case ScalarKind::Sub:
   case ScalarKind::Mul:
@@ -1149,6 +1156,7 @@ int prologueGroup(const StructuredProgram &p, unsigned g) {
   // values of the group by identity and otherwise only per-channel or
   // scalar operands; only the last value leaves the group.
   std::set<unsigned> values = {eRoot.output.tensor};
+  bool math = false;
   for (size_t i = 1; i < eg.ops.size(); ++i) {
     const StructuredOp &op = p.ops[eg.ops[i]];
     if (op.classify() != OpClass::Elementwise || !op.output.map.isIdentity() ||
@@ -1159,6 +1167,8 @@ int prologueGroup(const StructuredProgram &p, unsigned g) {
       if (!prologueKind(n.kind)) {
         return -1;
       }
+      math |= n.kind == ScalarKind::Exp || n.kind == ScalarKind::Tanh ||
+              n.kind == ScalarKind::Sigmoid;
     }
     for (const OperandAccess &in : op.inputs) {
       if (in.padValue || in.indirect || !f32(in.tensor)) {
@@ -1188,9 +1198,12 @@ int prologueGroup(const StructuredProgram &p, unsigned g) {
   // -32%, 28-wide -20% (stride 1) and -13% (stride 2), but 14-wide +25%:
   // there the expanded map is small and stays in cache, where the matrix
   // product's microkernel beats the prologue's dot products.
+  // An activation with exp (EfficientNet's SiLU) runs in an extra pass over
+  // each computed row: 112-wide -17%, 56-wide -5 to -7%, 28-wide +0-2%.
   if (width <= 0 || tDims.back() % width != 0 ||
       k > int64_t(prologueMaxReductionOption) ||
-      width < int64_t(prologueMinWidthOption)) {
+      width < int64_t(prologueMinWidthOption) ||
+      (math && width < int64_t(prologueMathMinWidthOption))) {
     return -1;
   }
   return e;

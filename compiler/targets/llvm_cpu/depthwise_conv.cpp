@@ -800,6 +800,14 @@ public:
       for (const structured::ScalarNode &n : prog.ops[r_.prologue[i]]
                                                 .body.nodes()) {
         switch (n.kind) {
+        case structured::ScalarKind::Exp:
+        case structured::ScalarKind::Tanh:
+        case structured::ScalarKind::Sigmoid:
+          // The math expansions are written for scalars: the activation
+          // then runs in a loop over each computed row that the loop
+          // vectorizer widens.
+          mathEpilogue_ = true;
+          break;
         case structured::ScalarKind::Input:
         case structured::ScalarKind::Const:
         case structured::ScalarKind::Neg:
@@ -852,6 +860,15 @@ private:
           break;
         case structured::ScalarKind::Abs:
           v[k] = b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x(0));
+          break;
+        case structured::ScalarKind::Exp:
+          v[k] = emitExp(b_, x(0));
+          break;
+        case structured::ScalarKind::Tanh:
+          v[k] = emitTanh(b_, x(0));
+          break;
+        case structured::ScalarKind::Sigmoid:
+          v[k] = emitSigmoid(b_, x(0));
           break;
         case structured::ScalarKind::Add:
           v[k] = b_.CreateFAdd(x(0), x(1));
@@ -1165,7 +1182,9 @@ private:
           }
           for (int64_t u = 0; u < xs; ++u) {
             for (int64_t j = 0; j < g; ++j) {
-              llvm::Value *v = prologueEpilogue(acc[u][j], vecTy_, loaded[j]);
+              llvm::Value *v =
+                  mathEpilogue_ ? acc[u][j]
+                                : prologueEpilogue(acc[u][j], vecTy_, loaded[j]);
               llvm::Value *ptr =
                   at(dst[j], b_.CreateAdd(b_.CreateAdd(c0, x),
                                           idx(u * int64_t(vw_))));
@@ -1228,6 +1247,18 @@ private:
           b_.SetInsertPoint(rest);
         }
         for (int64_t j = 0; j < g; ++j) {
+          if (mathEpilogue_) {
+            loop(
+                c0, c1,
+                [&](llvm::Value *c) {
+                  llvm::Value *ptr = at(dst[j], c);
+                  llvm::Value *v =
+                      b_.CreateAlignedLoad(f32_, ptr, llvm::Align(4));
+                  b_.CreateAlignedStore(prologueEpilogue(v, f32_, loaded[j]),
+                                        ptr, llvm::Align(4));
+                },
+                LoopHint::kNoInterleave);
+          }
           fillScalars(dst[j], idx(0), c0, pad);
           fillScalars(dst[j], c1, idx(len), pad);
         }
@@ -1441,6 +1472,8 @@ private:
   // (a reduction loop, see computeRows), else 0.
   int64_t aStep_ = 0, bStep_ = 0;
   llvm::AllocaInst *accs_ = nullptr;
+  // The prologue's epilogue has exp, tanh or sigmoid.
+  bool mathEpilogue_ = false;
   // Elements the prologue's planes or row buffers are shifted by.
   llvm::Value *shift_ = nullptr;
   std::vector<int64_t> eDims_, aCoef_, bCoef_, aSteps_, bSteps_;

@@ -113,8 +113,10 @@ void check(const Case &t, const char *target, const Settings &settings = {}) {
                std::to_string(settings.vectorWidth) + " scratch " +
                std::to_string(settings.maxScratch) + " planes " +
                std::to_string(settings.planes));
-  // Small maps qualify too (by default only maps of 28 columns or more do).
+  // Small maps qualify too (by default only maps of 28 columns or more do,
+  // 56 with a SiLU).
   setOption("osprey-depthwise-prologue-min-width", 1);
+  setOption("osprey-depthwise-prologue-math-min-width", 1);
   setOption("osprey-depthwise-vector-width", settings.vectorWidth);
   setOption("osprey-depthwise-prologue-max-scratch", settings.maxScratch);
   setOption("osprey-depthwise-max-scratch", settings.maxScratch);
@@ -122,19 +124,13 @@ void check(const Case &t, const char *target, const Settings &settings = {}) {
   CompiledGraph c;
   absl::Status s = c.compile(graphText(t), target);
   setOption("osprey-depthwise-prologue-min-width", 28);
+  setOption("osprey-depthwise-prologue-math-min-width", 56);
   ASSERT_TRUE(s.ok()) << s.message();
-  if (t.silu) {
-    // Not fused: the sigmoid's expansion is scalar code.
-    ASSERT_EQ(c.program().regions.size(), 2u);
-    EXPECT_TRUE(c.program().regions[1].prologue.empty());
-    EXPECT_EQ(c.ir().find("dw_prologue_row"), std::string::npos);
-  } else {
-    ASSERT_EQ(c.program().regions.size(), 1u)
-        << "the expansion runs inside the depthwise region";
-    EXPECT_FALSE(c.program().regions[0].prologue.empty());
-    EXPECT_NE(c.ir().find("dw_prologue_row"), std::string::npos)
-        << "the depthwise code computes the expansion's rows";
-  }
+  ASSERT_EQ(c.program().regions.size(), 1u)
+      << "the expansion runs inside the depthwise region";
+  EXPECT_FALSE(c.program().regions[0].prologue.empty());
+  EXPECT_NE(c.ir().find("dw_prologue_row"), std::string::npos)
+      << "the depthwise code computes the expansion's rows";
   auto x = randomData(size_t(t.ci) * t.h * t.w, 1);
   auto we = randomData(size_t(t.co) * t.ci, 2);
   auto be = randomData(t.co, 3);
@@ -187,12 +183,16 @@ TEST(DepthwisePrologueTest, ScalarMatchesReference) {
   }
 }
 
-// An expansion with a SiLU (x * sigmoid(x)) keeps its own region.
-TEST(DepthwisePrologueTest, SiluIsNotFused) {
+// The expansion's SiLU (x * sigmoid(x)) runs in a separate loop over each
+// computed row.
+TEST(DepthwisePrologueTest, SiluMatchesReference) {
   for (const char *target : {"host", "x86_64"}) {
     check({16, 28, 28, 12, 5, 2, 2, true}, target);
     check({8, 14, 14, 9, 3, 1, 1, true}, target);
   }
+  Settings scalar;
+  scalar.vectorWidth = 1;
+  check({8, 15, 15, 9, 3, 2, 1, true}, "host", scalar);
 }
 
 // A small budget splits planes into blocks of rows (the last one partial)
@@ -228,6 +228,8 @@ TEST(DepthwisePrologueTest, DefaultThresholds) {
   EXPECT_EQ(regions({16, 28, 28, 24, 3, 2, 1}), 1u);
   EXPECT_EQ(regions({16, 56, 56, 24, 3, 2, 1}), 1u);
   EXPECT_EQ(regions({16, 14, 14, 24, 3, 1, 1}), 2u);
+  EXPECT_EQ(regions({16, 56, 56, 24, 3, 2, 1, true}), 1u);
+  EXPECT_EQ(regions({16, 28, 28, 24, 3, 1, 1, true}), 2u);
 }
 
 } // namespace
