@@ -84,6 +84,7 @@ public:
   bool size() {
     tm_ = plan_.m;
     pos_ = plan_.positions();
+    vf_ = shape_.vectorWidth;
     twMax_ = (maxExtent(plan_.ow) + tm_ - 1) / tm_;
     int64_t thMax = (maxExtent(plan_.oh) + tm_ - 1) / tm_;
     for (int64_t s = thMax; s >= 1; --s) {
@@ -145,14 +146,18 @@ public:
       a->setAlignment(llvm::Align(64));
       return a;
     };
-    int64_t pitch = tm_ * twMax_ + 2, zPitch = tm_ * twMax_;
+    int64_t pitch = tm_ * twMax_ + 2;
+    // Rows of untransposed outputs hold whole vectors of tiles.
+    int64_t zPitch = tm_ * (transposed_ ? twMax_
+                                        : (twMax_ + vf_ - 1) / vf_ * vf_);
     int64_t zRows = tm_ * rowsPerChunk_;
     int64_t planeSize = (zRows + 2) * pitch;
-    llvm::AllocaInst *plane = scratch(plan_.cin * planeSize, "wino_plane");
-    llvm::AllocaInst *panels =
-        scratch(pos_ * vK_, "wino_panels");
-    llvm::AllocaInst *prods =
-        scratch(pos_ * mK_, "wino_products");
+    // Vectors of tiles past the last one read and write up to a vector
+    // (and the patch's 2 extra columns) beyond each array's last row.
+    llvm::AllocaInst *plane =
+        scratch(plan_.cin * planeSize + wideLoad(), "wino_plane");
+    llvm::AllocaInst *panels = scratch(pos_ * vK_ + vf_, "wino_panels");
+    llvm::AllocaInst *prods = scratch(pos_ * mK_ + vf_, "wino_products");
     llvm::AllocaInst *rows = scratch(
         (transposed_ ? coPad_ : blockRows_) * zRows * zPitch, "wino_rows");
 
@@ -231,14 +236,12 @@ public:
           llvm::Value *rowAt =
               b_.CreateAdd(ciAt, b_.CreateMul(ty, idx(tm_ * pitch)));
           llvm::Value *tAt = b_.CreateMul(ty, tw);
-          loop(
-              idx(0), tw,
-              [&](llvm::Value *tx) {
-                inputTile(plane,
-                          b_.CreateAdd(rowAt, b_.CreateMul(tx, idx(tm_))), pitch,
-                          panels, ci, b_.CreateAdd(tAt, tx));
-              },
-              LoopHint::kNoInterleave);
+          stepLoop(idx(0), tw, vf_, LoopHint::kNoVectorize,
+                   [&](llvm::Value *tx) {
+                     inputTile(plane,
+                               b_.CreateAdd(rowAt, b_.CreateMul(tx, idx(tm_))),
+                               pitch, panels, ci, b_.CreateAdd(tAt, tx));
+                   });
         });
       });
       if (transposed_) {
@@ -264,15 +267,14 @@ public:
             llvm::Value *tAt = b_.CreateMul(ty, tw);
             llvm::Value *zRow =
                 b_.CreateAdd(zAt, b_.CreateMul(ty, idx(tm_ * zPitch)));
-            loop(
-                idx(0), tw,
-                [&](llvm::Value *tx) {
-                  outputTransform(
-                      prods, b_.CreateAdd(mAt, b_.CreateAdd(tAt, tx)), mK_,
-                      rows, b_.CreateAdd(zRow, b_.CreateMul(tx, idx(tm_))), 1,
-                      zPitch);
-                },
-                LoopHint::kNoInterleave);
+            stepLoop(idx(0), tw, vf_, LoopHint::kNoVectorize,
+                     [&](llvm::Value *tx) {
+                       outputRows(
+                           prods, b_.CreateAdd(mAt, b_.CreateAdd(tAt, tx)),
+                           rows,
+                           b_.CreateAdd(zRow, b_.CreateMul(tx, idx(tm_))),
+                           zPitch);
+                     });
           });
         });
         // Epilogue along each output row.
@@ -526,7 +528,8 @@ private:
       }
       llvm::Value *term = x[j];
       if (c != 1 && c != -1) {
-        term = b_.CreateFMul(term, llvm::ConstantFP::get(f32_, std::abs(c)));
+        term = b_.CreateFMul(
+            term, llvm::ConstantFP::get(term->getType(), std::abs(c)));
       }
       if (!acc) {
         acc = c > 0 ? term : b_.CreateFNeg(term);
@@ -534,11 +537,35 @@ private:
         acc = c > 0 ? b_.CreateFAdd(acc, term) : b_.CreateFSub(acc, term);
       }
     }
-    return acc ? acc : llvm::ConstantFP::get(f32_, 0.0);
+    return acc ? acc : llvm::ConstantFP::get(x[0]->getType(), 0.0);
   }
 
-  // B^T d B for the n x n patch at |at| of |plane|, stored as
-  // panels[k * vK + ci * tPad + t].
+  // Floats a vector of tiles reads from one plane row: tm * vf + 2,
+  // rounded up to whole vectors.
+  int64_t wideLoad() const {
+    return (tm_ * vf_ + 2 + vf_ - 1) / vf_ * vf_;
+  }
+
+  // Lanes start, start + stride, ... of |wide| (vf_ of them).
+  llvm::Value *lanes(llvm::Value *wide, int64_t start, int64_t stride) {
+    llvm::SmallVector<int, 16> mask;
+    for (int64_t l = 0; l < vf_; ++l) {
+      mask.push_back(static_cast<int>(start + stride * l));
+    }
+    return b_.CreateShuffleVector(wide, mask);
+  }
+
+  llvm::Value *vecAt(llvm::Value *base, llvm::Value *at, int64_t width) {
+    return b_.CreateAlignedLoad(llvm::FixedVectorType::get(f32_, width),
+                                b_.CreateInBoundsGEP(f32_, base, at),
+                                llvm::Align(4));
+  }
+
+  // B^T d B for the vf_ tiles whose n x n patches start at |at| of |plane|
+  // (tm_ columns apart), stored as panels[k * vK + ci * tPad + t + lane].
+  // Each patch row is one wide load split into its n column vectors by
+  // shuffles. Lanes past the row's last tile compute junk that later tiles
+  // overwrite or that lands in padding columns.
   void inputTile(llvm::Value *plane, llvm::Value *at, int64_t pitch,
                  llvm::Value *panels, llvm::Value *ci, llvm::Value *t) {
     // B^T of F(2x2, 3x3) and of F(4x4, 3x3) (points 0, 1, -1, 2, -2).
@@ -551,10 +578,10 @@ private:
     auto bt = [&](int64_t i) { return n == 4 ? kBt2[i] : kBt4[i]; };
     llvm::Value *d[6][6];
     for (int64_t i = 0; i < n; ++i) {
+      llvm::Value *wide =
+          vecAt(plane, b_.CreateAdd(at, idx(i * pitch)), wideLoad());
       for (int64_t j = 0; j < n; ++j) {
-        d[i][j] = b_.CreateLoad(
-            f32_, b_.CreateInBoundsGEP(f32_, plane,
-                                       b_.CreateAdd(at, idx(i * pitch + j))));
+        d[i][j] = lanes(wide, j, tm_);
       }
     }
     // Rows: x = B^T d (column j of d combined over rows).
@@ -571,10 +598,81 @@ private:
     llvm::Value *chan = b_.CreateAdd(b_.CreateMul(ci, idx(tPad_)), t);
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < n; ++j) {
-        b_.CreateStore(combine(bt(j), x[i], n),
-                       b_.CreateInBoundsGEP(
-                           f32_, panels,
-                           b_.CreateAdd(chan, idx((i * n + j) * vK_))));
+        b_.CreateAlignedStore(
+            combine(bt(j), x[i], n),
+            b_.CreateInBoundsGEP(f32_, panels,
+                                 b_.CreateAdd(chan, idx((i * n + j) * vK_))),
+            llvm::Align(4));
+      }
+    }
+  }
+
+  // A^T m A for the vf_ tiles at |at| of |prods| (untransposed: positions
+  // mK_ apart, tiles contiguous), each output row of the tiles interleaved
+  // by shuffles into tm_ * vf_ contiguous floats at |zAt| + i * |zPitch| of
+  // |rows| (junk past the row's last tile stays in the row's padding).
+  void outputRows(llvm::Value *prods, llvm::Value *at, llvm::Value *rows,
+                  llvm::Value *zAt, int64_t zPitch) {
+    int64_t n = tm_ + 2;
+    llvm::Value *m[6][6];
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        m[i][j] = vecAt(prods, b_.CreateAdd(at, idx((i * n + j) * mK_)), vf_);
+      }
+    }
+    llvm::Value *y[4][4];
+    transformOutput(m, y);
+    for (int64_t i = 0; i < tm_; ++i) {
+      // Concatenate y[i][0..tm) and interleave: lane l of the result is
+      // y[i][l % tm][l / tm].
+      llvm::Value *all = b_.CreateShuffleVector(y[i][0], y[i][1],
+                                                iota(2 * vf_));
+      if (tm_ == 4) {
+        llvm::Value *hi = b_.CreateShuffleVector(y[i][2], y[i][3],
+                                                 iota(2 * vf_));
+        all = b_.CreateShuffleVector(all, hi, iota(4 * vf_));
+      }
+      llvm::SmallVector<int, 64> mask;
+      for (int64_t l = 0; l < tm_ * vf_; ++l) {
+        mask.push_back(static_cast<int>((l % tm_) * vf_ + l / tm_));
+      }
+      b_.CreateAlignedStore(
+          b_.CreateShuffleVector(all, mask),
+          b_.CreateInBoundsGEP(f32_, rows, b_.CreateAdd(zAt, idx(i * zPitch))),
+          llvm::Align(4));
+    }
+  }
+
+  static llvm::SmallVector<int, 64> iota(int64_t n) {
+    llvm::SmallVector<int, 64> v;
+    for (int64_t i = 0; i < n; ++i) {
+      v.push_back(static_cast<int>(i));
+    }
+    return v;
+  }
+
+  // y = A^T m A (tm_ x tm_ from n x n), on scalars or vectors.
+  void transformOutput(llvm::Value *m[6][6], llvm::Value *y[4][4]) {
+    static constexpr int kAt2[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+    static constexpr int kAt4[4][6] = {{1, 1, 1, 1, 1, 0},
+                                       {0, 1, -1, 2, -2, 0},
+                                       {0, 1, 1, 4, 4, 0},
+                                       {0, 1, -1, 8, -8, 1}};
+    int64_t n = tm_ + 2;
+    auto at = [&](int64_t i) { return n == 4 ? kAt2[i] : kAt4[i]; };
+    llvm::Value *s[4][6];
+    for (int64_t j = 0; j < n; ++j) {
+      llvm::Value *col[6];
+      for (int64_t i = 0; i < n; ++i) {
+        col[i] = m[i][j];
+      }
+      for (int64_t i = 0; i < tm_; ++i) {
+        s[i][j] = combine(at(i), col, n);
+      }
+    }
+    for (int64_t i = 0; i < tm_; ++i) {
+      for (int64_t j = 0; j < tm_; ++j) {
+        y[i][j] = combine(at(j), s[i], n);
       }
     }
   }
@@ -640,13 +738,7 @@ private:
   void outputTransform(llvm::Value *prods, llvm::Value *at, int64_t kStride,
                        llvm::Value *rows, llvm::Value *zAt, int64_t colStride,
                        int64_t rowStride) {
-    static constexpr int kAt2[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
-    static constexpr int kAt4[4][6] = {{1, 1, 1, 1, 1, 0},
-                                       {0, 1, -1, 2, -2, 0},
-                                       {0, 1, 1, 4, 4, 0},
-                                       {0, 1, -1, 8, -8, 1}};
     int64_t n = tm_ + 2;
-    auto at_ = [&](int64_t i) { return n == 4 ? kAt2[i] : kAt4[i]; };
     llvm::Value *m[6][6];
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < n; ++j) {
@@ -655,23 +747,14 @@ private:
                       f32_, prods, b_.CreateAdd(at, idx((i * n + j) * kStride))));
       }
     }
-    // Rows: s = A^T m.
-    llvm::Value *s[4][6];
-    for (int64_t j = 0; j < n; ++j) {
-      llvm::Value *col[6];
-      for (int64_t i = 0; i < n; ++i) {
-        col[i] = m[i][j];
-      }
-      for (int64_t i = 0; i < tm_; ++i) {
-        s[i][j] = combine(at_(i), col, n);
-      }
-    }
+    llvm::Value *y[4][4];
+    transformOutput(m, y);
     for (int64_t i = 0; i < tm_; ++i) {
       llvm::Value *row = b_.CreateAdd(zAt, idx(i * rowStride));
       for (int64_t j = 0; j < tm_; ++j) {
-        b_.CreateStore(combine(at_(j), s[i], n),
-                       b_.CreateInBoundsGEP(
-                           f32_, rows, b_.CreateAdd(row, idx(j * colStride))));
+        b_.CreateStore(y[i][j], b_.CreateInBoundsGEP(
+                                    f32_, rows,
+                                    b_.CreateAdd(row, idx(j * colStride))));
       }
     }
   }
@@ -685,6 +768,8 @@ private:
   int64_t twMax_ = 0, rowsPerChunk_ = 0, tPad_ = 0;
   // Output tile edge (plan_.m) and transform positions per tile.
   int64_t tm_ = 2, pos_ = 16;
+  // Tiles per vector of the transforms.
+  int64_t vf_ = 1;
   // Floats between the 16 positions' panels and products.
   int64_t vK_ = 0, mK_ = 0;
   // Output channels whose products are computed together (untransposed).
