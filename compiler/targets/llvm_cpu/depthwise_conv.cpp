@@ -27,6 +27,13 @@
 // Scalar targets (vector width 1) compute several outputs of a row per
 // iteration instead, so neighbouring taps share their loads, and apply the
 // epilogue straight from the accumulators.
+// With a prologue (a 1x1 expansion fused into the convolution, see
+// structured::fuseAndTile), the copy becomes a computation: per block of
+// rows, every input row of a batch of planes is a dot product over the
+// expansion's input channels, all planes of the batch at once (each input
+// vector loaded feeds one FMA per plane), followed by the expansion's
+// epilogue (bias, activation) and stored into the planes, which are shifted
+// so those stores are aligned; the stages then run per plane as above.
 #include "compiler/targets/llvm_cpu/depthwise_conv.h"
 
 #include <algorithm>
@@ -765,6 +772,20 @@ public:
               eDims_.back() % vDims.back() == 0;
     for (unsigned d = 0; d < rank; ++d) {
       ok &= d < eSplit_ ? (bCoef_[d] == 0 || eDims_[d] == 1) : aCoef_[d] == 0;
+    }
+    // Planes are computed, never padded: every plane the convolution reads
+    // must be inside the value.
+    for (size_t k = 0; k + 1 < vDims.size(); ++k) {
+      if (k == plan_.rowResult) {
+        continue;
+      }
+      const structured::AffineExpr &x = in.map.results[k];
+      int64_t lo = x.constant, hi = x.constant;
+      for (size_t d = 0; d < x.coeffs.size(); ++d) {
+        int64_t span = x.coeffs[d] * (root().bounds[d] - 1);
+        (span < 0 ? lo : hi) += span;
+      }
+      ok &= lo >= 0 && hi < vDims[k];
     }
     if (!ok) {
       return fail("a product whose input is not read plane by plane");

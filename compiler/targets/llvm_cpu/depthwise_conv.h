@@ -17,7 +17,11 @@ namespace osprey::compiler::llvm_cpu {
 // the input rows are copied once into padded scratch planes on the stack
 // (split by stride phase), every window tap is then a contiguous vector
 // load, and the epilogue runs row by row through |hooks|. Returns false,
-// emitting nothing, otherwise. Errors come from |hooks|.
+// emitting nothing, otherwise. When the region has a prologue
+// (DispatchRegion::prologue: ops computing the convolution's input), the
+// planes' rows are computed from the prologue's operands instead, and
+// UNIMPLEMENTED is returned where that is not possible (nothing else can
+// compute the prologue). Other errors come from |hooks|.
 absl::StatusOr<bool> emitDepthwiseConv(const dispatch::DispatchProgram &program,
                                        const dispatch::DispatchRegion &region,
                                        llvm::IRBuilder<> &builder,
