@@ -1133,7 +1133,7 @@ private:
             if (!accs_) {
               llvm::BasicBlock &entry = fn_->getEntryBlock();
               llvm::IRBuilder<> eb(&entry, entry.begin());
-              accs_ = eb.CreateAlloca(llvm::ArrayType::get(vecTy_, 2 * g),
+              accs_ = eb.CreateAlloca(llvm::ArrayType::get(vecTy_, 3 * g),
                                       nullptr, "dw_prologue_acc");
             }
             auto slot = [&](int64_t u, int64_t j) {
@@ -1217,17 +1217,27 @@ private:
             }
           }
         };
+        // Pairs of vectors, then (vector targets) a rest of one to three
+        // vectors, so rows of an odd number of vectors (112: 7) end in a
+        // triple rather than a single vector whose loads feed half as
+        // many FMAs.
         int64_t pair = 2 * vw_;
         llvm::Value *pairs =
             b_.CreateMul(b_.CreateUDiv(count, idx(pair)), idx(pair));
+        if (vw_ > 1) {
+          llvm::Value *over = b_.CreateSub(count, idx(3 * vw_));
+          pairs = b_.CreateSelect(
+              b_.CreateICmpSGT(over, idx(0)),
+              b_.CreateMul(ceilDiv(over, pair), idx(pair)), idx(0));
+        }
         stepLoop(idx(0), pairs, pair, LoopHint::kNoVectorize,
                  [&](llvm::Value *x) { dots(x, 2, nullptr); });
         if (vw_ == 1) {
           stepLoop(pairs, count, 1, LoopHint::kNoVectorize,
                    [&](llvm::Value *x) { dots(x, 1, nullptr); });
         } else {
-          // The rest of the row (under two vectors) as one more pair with
-          // its second vector masked, one vector, or one masked vector.
+          // The rest of the row (up to three vectors) as a triple or a pair
+          // with its last vector masked, one vector, or one masked vector.
           llvm::Value *rem =
               b_.CreateTrunc(b_.CreateSub(count, pairs), b_.getInt32Ty());
           std::vector<llvm::Constant *> steps;
@@ -1239,6 +1249,18 @@ private:
                                     b_.CreateVectorSplat(vw_, n));
           };
           llvm::Value *w = b_.getInt32(vw_);
+          llvm::Value *w2 = b_.getInt32(2 * vw_);
+          llvm::BasicBlock *three =
+              llvm::BasicBlock::Create(ctx_, "dw_prologue_three", fn_);
+          llvm::BasicBlock *notThree =
+              llvm::BasicBlock::Create(ctx_, "dw_prologue_pair", fn_);
+          b_.CreateCondBr(b_.CreateICmpSGT(rem, w2), three, notThree);
+          b_.SetInsertPoint(three);
+          llvm::BasicBlock *rest =
+              llvm::BasicBlock::Create(ctx_, "dw_prologue_rest", fn_);
+          dots(pairs, 3, lanesBelow(b_.CreateSub(rem, w2)));
+          b_.CreateBr(rest);
+          b_.SetInsertPoint(notThree);
           llvm::BasicBlock *two =
               llvm::BasicBlock::Create(ctx_, "dw_prologue_two", fn_);
           llvm::BasicBlock *notTwo =
@@ -1247,8 +1269,6 @@ private:
               llvm::BasicBlock::Create(ctx_, "dw_prologue_one", fn_);
           llvm::BasicBlock *part =
               llvm::BasicBlock::Create(ctx_, "dw_prologue_part", fn_);
-          llvm::BasicBlock *rest =
-              llvm::BasicBlock::Create(ctx_, "dw_prologue_rest", fn_);
           b_.CreateCondBr(b_.CreateICmpSGT(rem, w), two, notTwo);
           b_.SetInsertPoint(two);
           dots(pairs, 2, lanesBelow(b_.CreateSub(rem, w)));
