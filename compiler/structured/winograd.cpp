@@ -192,6 +192,13 @@ void chooseWinogradTiles(const StructuredOp &root, const WinogradPlan &plan,
   // Panel width of the widest microkernel (AVX-512: 2 x 16 floats); a last
   // part of at most half of it runs the one-vector kernel.
   constexpr int64_t kPanel = 32;
+  if (plan.m == 2) {
+    // Maps below F(4x4, 3x3)'s width keep the packed path's tiles (whole
+    // 14x14 maps, 16x16 maps in two bands of 32 tiles): tiles are chosen
+    // for every target, and scalar targets, which keep the packed path,
+    // should not change for them (ResNet-8 on Cortex-M4).
+    return;
+  }
   int64_t oh = root.bounds[plan.oh], ow = root.bounds[plan.ow];
   int64_t th = (oh + plan.m - 1) / plan.m, tw = (ow + plan.m - 1) / plan.m;
   auto columns = [&](int64_t tiles) {

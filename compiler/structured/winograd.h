@@ -49,11 +49,12 @@ std::optional<WinogradPlan> planWinograd(const StructuredProgram &program,
 // keep them on the stack; 256 channels x 64 tiles take 1 MiB).
 inline constexpr int64_t kWinogradMaxPanelBytes = int64_t{1} << 20;
 
-// Tiles for a root with |plan|: all output channels and columns, and bands
-// of whole rows of m x m tiles whose panels fit kWinogradMaxPanelBytes, chosen
-// for the fewest panel columns computed over all bands (tiles per band
-// padded to 32-wide panels, or 16 for a last part of at most 16), then the
-// fewest bands. Sets the entries of |tiles| for loops co, oh and ow.
+// Tiles for a root with |plan| when plan.m is 4 (others keep their tiles):
+// all output channels and columns, and bands of whole rows of m x m tiles
+// whose panels fit kWinogradMaxPanelBytes, chosen for the fewest panel
+// columns computed over all bands (tiles per band padded to 32-wide
+// panels, or 16 for a last part of at most 16), then the fewest bands.
+// Sets the entries of |tiles| for loops co, oh and ow.
 void chooseWinogradTiles(const StructuredOp &root, const WinogradPlan &plan,
                          std::vector<int64_t> &tiles);
 
