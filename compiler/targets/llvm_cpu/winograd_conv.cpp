@@ -47,6 +47,11 @@ using structured::WinogradPlan;
 // Linux).
 using structured::kWinogradMaxPanelBytes;
 
+// All scratch arrays of a workgroup (ResNet-18's largest, a 256-channel
+// 14x14 layer transposed: 2.1 MiB); above it, transposed products fall
+// back to untransposed ones, and those to the packed path.
+constexpr int64_t kMaxStackBytes = int64_t{3} << 20;
+
 // The 16 positions' panels (and products) are a multiple of 4 KiB apart
 // without padding, so the input transform's 16 stores per tile and the
 // output transform's 16 loads would fall into one L1 set (12 ways) and
@@ -116,6 +121,7 @@ public:
       return false;
     }
     int64_t tMax = thMax * twMax_;
+    int64_t regular[] = {tPad_, vK_, mK_};
     if (transposedOption && rowsPerChunk_ == thMax && tMax % nr_ != 0 &&
         tMax <= kMaxTransposedTiles) {
       // Tile blocks of mrT_ rows with the least padding (ties: larger).
@@ -132,8 +138,31 @@ public:
       vK_ = plan_.cin * tPad_ + kSetSkew;
       mK_ = tPad_ * coPad_ + kSetSkew;
       transposed_ = true;
+      if (stackBytes() > kMaxStackBytes) {
+        // Products of all output channels (many channels): untransposed.
+        transposed_ = false;
+        tPad_ = regular[0];
+        vK_ = regular[1];
+        mK_ = regular[2];
+      }
     }
-    return true;
+    return stackBytes() <= kMaxStackBytes;
+  }
+
+  // Floats per plane row, output rows per chunk and floats per output row.
+  int64_t pitch() const { return tm_ * twMax_ + 2; }
+  int64_t zRows() const { return tm_ * rowsPerChunk_; }
+  int64_t zPitch() const {
+    // Rows of untransposed outputs hold whole vectors of tiles.
+    return tm_ * (transposed_ ? twMax_ : (twMax_ + vf_ - 1) / vf_ * vf_);
+  }
+  int64_t planeSize() const { return (zRows() + 2) * pitch(); }
+
+  // Stack bytes of the scratch arrays emit() allocates.
+  int64_t stackBytes() const {
+    return 4 * (plan_.cin * planeSize() + wideLoad() + pos_ * vK_ + vf_ +
+                pos_ * mK_ + vf_ +
+                (transposed_ ? coPad_ : blockRows_) * zRows() * zPitch());
   }
 
   absl::Status emit(llvm::ArrayRef<llvm::Value *> lo,
@@ -146,12 +175,8 @@ public:
       a->setAlignment(llvm::Align(64));
       return a;
     };
-    int64_t pitch = tm_ * twMax_ + 2;
-    // Rows of untransposed outputs hold whole vectors of tiles.
-    int64_t zPitch = tm_ * (transposed_ ? twMax_
-                                        : (twMax_ + vf_ - 1) / vf_ * vf_);
-    int64_t zRows = tm_ * rowsPerChunk_;
-    int64_t planeSize = (zRows + 2) * pitch;
+    int64_t pitch = this->pitch(), zPitch = this->zPitch();
+    int64_t zRows = this->zRows(), planeSize = this->planeSize();
     // Vectors of tiles past the last one read and write up to a vector
     // (and the patch's 2 extra columns) beyond each array's last row.
     llvm::AllocaInst *plane =
