@@ -80,8 +80,8 @@ static llvm::cl::opt<unsigned> prologueLoopOption(
 static llvm::cl::opt<unsigned> prologueBatchOption(
     "osprey-depthwise-prologue-planes",
     llvm::cl::desc("Planes whose prologue rows the depthwise convolution "
-                   "computes together"),
-    llvm::cl::init(8), llvm::cl::Hidden);
+                   "computes together (0: 8, or 4 with 8-lane vectors)"),
+    llvm::cl::init(0), llvm::cl::Hidden);
 
 namespace {
 
@@ -155,8 +155,14 @@ public:
           planes *= maxExtent(d);
         }
       }
-      slots = std::max<int64_t>(
-          1, std::min<int64_t>(planes, prologueBatchOption));
+      // Two or three vectors of accumulators per plane, one row of
+      // broadcast weights and input vectors: 8 planes fit AVX-512's 32
+      // registers; AVX2's 16 take 4 (8 planes there spilled: 56-wide
+      // block 480 -> 645 us).
+      int64_t want = prologueBatchOption ? int64_t(prologueBatchOption)
+                     : vw_ == 8          ? 4
+                                         : 8;
+      slots = std::max<int64_t>(1, std::min<int64_t>(planes, want));
       spare = vw_ > 1 && sh_ == 1 && ow > vw_ ? int64_t(maxRowsOption) - 1 : 0;
     }
     auto bytes = [&](int64_t rows) {

@@ -105,7 +105,7 @@ void setOption(const char *name, unsigned value) {
 struct Settings {
   unsigned vectorWidth = 0;   // 1: the embedded targets' scalar code
   unsigned maxScratch = 0;    // 0: the target's default
-  unsigned planes = 8;        // planes computed together
+  unsigned planes = 0;        // planes computed together (0: the default)
 };
 
 void check(const Case &t, const char *target, const Settings &settings = {}) {
