@@ -25,6 +25,13 @@ namespace osprey::compiler::structured {
 //  4. Each group gets tile sizes for the root's parallel loops (reduction
 //     loops are not tiled), a 3-D workgroup grid, and a microkernel flag when
 //     the root is a contraction.
+//  5. A group whose root is a matrix product over channels (a 1x1
+//     expansion, pixels contiguous in its input) with an elementwise
+//     per-channel epilogue, whose value only a depthwise convolution reads,
+//     becomes that convolution's group's prologue (FusionGroup::prologue,
+//     see fuseDepthwisePrologues in fusion.cpp for the exact conditions
+//     and thresholds; --osprey-fuse-depthwise-prologue=false turns it off):
+//     its value is computed where the convolution reads it, never stored.
 // Fills |program.groups| and each op's FusionInfo. Views join no group.
 absl::Status fuseAndTile(StructuredProgram &program);
 
