@@ -779,6 +779,25 @@ public:
     for (unsigned d = 0; d < rank; ++d) {
       ok &= d < eSplit_ ? (bCoef_[d] == 0 || eDims_[d] == 1) : aCoef_[d] == 0;
     }
+    // Operands of the epilogue other than its own values are loaded once
+    // per plane: they must not depend on the pixel.
+    for (size_t i = 1; i < r_.prologue.size(); ++i) {
+      for (const structured::OperandAccess &x :
+           prog.ops[r_.prologue[i]].inputs) {
+        int producer = prog.producer(x.tensor);
+        if (producer >= 0 &&
+            std::find(r_.prologue.begin(), r_.prologue.end(),
+                      static_cast<unsigned>(producer)) != r_.prologue.end()) {
+          continue;
+        }
+        for (const structured::AffineExpr &r : x.map.results) {
+          for (unsigned d = eSplit_; d < rank && d < r.coeffs.size(); ++d) {
+            ok &= r.coeffs[d] == 0;
+          }
+        }
+        ok &= !x.indirect && !x.padValue;
+      }
+    }
     // Planes are computed, never padded: every plane the convolution reads
     // must be inside the value.
     for (size_t k = 0; k + 1 < vDims.size(); ++k) {
