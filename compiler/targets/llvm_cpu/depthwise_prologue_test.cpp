@@ -232,5 +232,18 @@ TEST(DepthwisePrologueTest, DefaultThresholds) {
   EXPECT_EQ(regions({16, 28, 28, 24, 3, 1, 1, true}), 2u);
 }
 
+// Nothing else computes a fused expansion: when its rows cannot fit the
+// scratch budget the compile fails with UNIMPLEMENTED instead of emitting
+// code without it.
+TEST(DepthwisePrologueTest, RowsOverBudgetAreUnimplemented) {
+  setOption("osprey-depthwise-max-scratch", 256);
+  CompiledGraph c;
+  absl::Status s = c.compile(graphText({16, 56, 56, 24, 3, 1, 1}), "host");
+  setOption("osprey-depthwise-max-scratch", 0);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s.message();
+  EXPECT_NE(s.message().find("scratch budget"), std::string::npos)
+      << s.message();
+}
+
 } // namespace
 } // namespace osprey::compiler::llvm_cpu
