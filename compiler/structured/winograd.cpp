@@ -23,7 +23,8 @@ namespace {
 llvm::cl::opt<bool> winogradOption(
     "osprey-winograd",
     llvm::cl::desc("Compute 3x3 stride-1 convolutions with enough channels "
-                   "as Winograd F(2x2, 3x3) on vector targets"),
+                   "as Winograd F(2x2, 3x3) or F(4x4, 3x3) on vector "
+                   "targets"),
     llvm::cl::init(true), llvm::cl::Hidden);
 
 // Fewest output pixels: on small maps the transforms, and the partial
@@ -203,7 +204,9 @@ void chooseWinogradTiles(const StructuredOp &root, const WinogradPlan &plan,
   int64_t th = (oh + plan.m - 1) / plan.m, tw = (ow + plan.m - 1) / plan.m;
   auto columns = [&](int64_t tiles) {
     int64_t rest = tiles % kPanel;
-    return tiles / kPanel * kPanel + (rest == 0 ? 0 : rest <= kPanel / 2 ? kPanel / 2 : kPanel);
+    return tiles / kPanel * kPanel + (rest == 0            ? 0
+                                      : rest <= kPanel / 2 ? kPanel / 2
+                                                           : kPanel);
   };
   int64_t best = 0;
   std::pair<int64_t, int64_t> bestRank;
@@ -213,8 +216,8 @@ void chooseWinogradTiles(const StructuredOp &root, const WinogradPlan &plan,
       break;
     }
     int64_t bands = (th + s - 1) / s;
-    int64_t cols = th / s * columns(s * tw) +
-                   (th % s == 0 ? 0 : columns(th % s * tw));
+    int64_t cols =
+        th / s * columns(s * tw) + (th % s == 0 ? 0 : columns(th % s * tw));
     std::pair<int64_t, int64_t> rank = {cols, bands};
     if (best == 0 || rank < bestRank) {
       best = s;
@@ -233,8 +236,8 @@ std::vector<float> winogradWeights(const StructuredProgram &p,
                                    const StructuredOp &root,
                                    const WinogradPlan &plan) {
   const OperandAccess &a = root.inputs[plan.gemm.a];
-  const float *w =
-      reinterpret_cast<const float *>(p.tensors[a.tensor].constant->bytes().data());
+  const float *w = reinterpret_cast<const float *>(
+      p.tensors[a.tensor].constant->bytes().data());
   const std::vector<int64_t> &s = plan.gemm.aStrides;
   // G for F(2x2, 3x3) (4 x 3) and F(4x4, 3x3) (6 x 3), interpolation
   // points 0, 1, -1 (and 2, -2) and infinity.
@@ -255,8 +258,8 @@ std::vector<float> winogradWeights(const StructuredProgram &p,
       double g[3][3];
       for (int kh = 0; kh < 3; ++kh) {
         for (int kw = 0; kw < 3; ++kw) {
-          int64_t at = plan.gemm.aOffset + co * s[plan.co] +
-                       ci * s[plan.ci] + kh * s[plan.kh] + kw * s[plan.kw];
+          int64_t at = plan.gemm.aOffset + co * s[plan.co] + ci * s[plan.ci] +
+                       kh * s[plan.kh] + kw * s[plan.kw];
           float v;
           std::memcpy(&v, w + at, 4);
           g[kh][kw] = v;
@@ -266,16 +269,16 @@ std::vector<float> winogradWeights(const StructuredProgram &p,
       double gg[6][3];
       for (int64_t i = 0; i < n; ++i) {
         for (int j = 0; j < 3; ++j) {
-          gg[i][j] = gAt(i, 0) * g[0][j] + gAt(i, 1) * g[1][j] +
-                     gAt(i, 2) * g[2][j];
+          gg[i][j] =
+              gAt(i, 0) * g[0][j] + gAt(i, 1) * g[1][j] + gAt(i, 2) * g[2][j];
         }
       }
       for (int64_t i = 0; i < n; ++i) {
         for (int64_t j = 0; j < n; ++j) {
           double v = gg[i][0] * gAt(j, 0) + gg[i][1] * gAt(j, 1) +
                      gg[i][2] * gAt(j, 2);
-          u[(static_cast<size_t>(i * n + j) * plan.cout + co) * plan.cin +
-            ci] = static_cast<float>(v);
+          u[(static_cast<size_t>(i * n + j) * plan.cout + co) * plan.cin + ci] =
+              static_cast<float>(v);
         }
       }
     }

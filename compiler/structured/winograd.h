@@ -60,8 +60,8 @@ void chooseWinogradTiles(const StructuredOp &root, const WinogradPlan &plan,
 
 // The transformed weights U[k][co][ci] = (G g[co][ci] G^T)[k / n][k % n]
 // of |root| (n = plan.patch(); plan.positions() * cout * cin floats),
-// computed in double precision from the constant A of |plan|. Requires |plan| from
-// planWinograd(|program|, |root|).
+// computed in double precision from the constant A of |plan|. Requires |plan|
+// from planWinograd(|program|, |root|).
 std::vector<float> winogradWeights(const StructuredProgram &program,
                                    const StructuredOp &root,
                                    const WinogradPlan &plan);

@@ -1,26 +1,33 @@
-// Winograd F(2x2, 3x3) convolution tiles through the packed microkernel.
+// Winograd F(2x2, 3x3) and F(4x4, 3x3) convolution tiles through the
+// packed path's microkernels.
 //
 // Per workgroup (output channels [co0, co1), output rows [oh0, oh1),
-// columns [ow0, ow1)), in chunks of whole rows of 2x2 output tiles
-// (flattened, t = ty * tw + tx, padded to whole NR-wide panels):
-//   1. input transform, per input channel: the chunk's input rows are
-//      copied into a zero-padded plane on the stack (padding and the
-//      map's edges resolved once), then each tile's 4x4 patch d becomes
-//      B^T d B (additions only) in a loop over tiles the loop vectorizer
-//      turns into stride-2 vector loads, written as V[k][ci][t]: 16 panels
-//      in the layout the packed microkernel reads as B;
-//   2. per block of MR output channels: M[k][co][t] = U[k][co][:] x
-//      V[k][:][t] for the 16 positions k, by packedGemmKernel with the
-//      transformed weights U (structured::winogradWeights, an internal
-//      constant of the module) read in place as A;
-//   3. output transform A^T M A into output rows on the stack (a loop over
-//      tiles with stride-2 stores), then the region's epilogue along each
+// columns [ow0, ow1)), in chunks of whole rows of m x m output tiles
+// (m = plan.m; tiles flattened, t = ty * tw + tx), with n = m + 2 and
+// P = n * n transform positions:
+//   1. input transform: the chunk's input rows of every channel are copied
+//      into zero-padded planes on the stack (padding and the map's edges
+//      resolved once), then for vectors of tiles each n x n patch d
+//      becomes B^T d B (one wide load per patch row split into columns by
+//      shuffles), stored as V[k][ci][t]: P panels in the layout the packed
+//      microkernel reads as B;
+//   2. products M_k = U_k x V_k for the P positions, U the compile-time
+//      transformed weights (structured::winogradWeights, an internal
+//      constant of the module):
+//      - untransposed, per block of MR output channels: the pixel-oriented
+//        kernel over NR-wide chunks of tiles, U read in place as A;
+//      - transposed, for a chunk of at most 64 tiles that is no whole
+//        number of panels (14x14 maps: 49 tiles): blocks of a few tiles
+//        broadcast from V times 32-channel rows of U^T, through the
+//        transposed kernel (see transposedTail);
+//   3. output transform A^T M A into output rows on the stack (tile rows
+//      interleaved by shuffles), then the region's epilogue along each
 //      row. Tiles past an odd edge compute junk outputs that are never
 //      stored.
-// The 16 products replace 36 multiply-adds per 2x2 outputs with 16; the
-// transforms add about 4 + 2 operations per input and output element and
-// channel, which is why structured::planWinograd asks for enough
-// channels.
+// F(2x2, 3x3) multiplies 16 values per 4 outputs, F(4x4, 3x3) 36 per 16,
+// instead of 9 per output; the transforms cost a few additions per input
+// and output element and channel, which is why structured::planWinograd
+// asks for enough channels.
 #include "compiler/targets/llvm_cpu/winograd_conv.h"
 
 #include <algorithm>
@@ -106,12 +113,11 @@ public:
         int64_t mMax = (maxExtent(plan_.co) + shape_.mr - 1) / shape_.mr;
         blockRows_ = shape_.mr;
         if (blockRowsOption > shape_.mr) {
-          int64_t fit = kWinogradMaxPanelBytes /
-                        (pos_ * pad * 4 * shape_.mr);
-          blockRows_ = shape_.mr * std::max<int64_t>(
-                                       1, std::min<int64_t>(
-                                              {mMax, fit,
-                                               blockRowsOption / shape_.mr}));
+          int64_t fit = kWinogradMaxPanelBytes / (pos_ * pad * 4 * shape_.mr);
+          blockRows_ =
+              shape_.mr * std::max<int64_t>(
+                              1, std::min<int64_t>(
+                                     {mMax, fit, blockRowsOption / shape_.mr}));
         }
         mK_ = blockRows_ * tPad_ + kSetSkew;
         break;
@@ -229,8 +235,9 @@ public:
       llvm::Value *tr0 = b_.CreateMul(chunk, idx(rowsPerChunk_));
       llvm::Value *ths = smin(b_.CreateSub(th, tr0), idx(rowsPerChunk_));
       llvm::Value *tiles = b_.CreateMul(ths, tw);
-      llvm::Value *tilesPad =
-          transposed_ ? idx(tPad_) : b_.CreateMul(ceilDiv(tiles, nr_), idx(nr_));
+      llvm::Value *tilesPad = transposed_
+                                  ? idx(tPad_)
+                                  : b_.CreateMul(ceilDiv(tiles, nr_), idx(nr_));
       llvm::Value *orow0 = b_.CreateAdd(ohLo, b_.CreateMul(tr0, idx(tm_)));
       // Panel columns past the last tile: zero, so the products there are
       // finite (they are never stored).
@@ -239,21 +246,21 @@ public:
             b_.CreateMul(b_.CreateUDiv(row, idx(plan_.cin)), idx(vK_)),
             b_.CreateMul(b_.CreateURem(row, idx(plan_.cin)), idx(tPad_)));
         loop(tiles, tilesPad, [&](llvm::Value *t) {
-          b_.CreateStore(llvm::ConstantFP::get(f32_, 0.0),
-                         b_.CreateInBoundsGEP(f32_, panels,
-                                              b_.CreateAdd(at, t)));
+          b_.CreateStore(
+              llvm::ConstantFP::get(f32_, 0.0),
+              b_.CreateInBoundsGEP(f32_, panels, b_.CreateAdd(at, t)));
         });
       });
       // 1. Input transform: all planes first, then all tiles (a tile's
       // wide loads right after the copy's narrower stores of the same
       // plane would miss store forwarding).
       loop(idx(0), idx(plan_.cin), [&](llvm::Value *ci) {
-        fillPlane(b_.CreateInBoundsGEP(f32_, plane,
-                                       b_.CreateMul(ci, idx(planeSize))),
-                  input, base, ci, ciStride, rowStride, inH,
-                  b_.CreateSub(orow0, idx(plan_.padH)),
-                  b_.CreateAdd(b_.CreateMul(ths, idx(tm_)), idx(2)), pitch,
-                  iw0, cols, c0, c1);
+        fillPlane(
+            b_.CreateInBoundsGEP(f32_, plane, b_.CreateMul(ci, idx(planeSize))),
+            input, base, ci, ciStride, rowStride, inH,
+            b_.CreateSub(orow0, idx(plan_.padH)),
+            b_.CreateAdd(b_.CreateMul(ths, idx(tm_)), idx(2)), pitch, iw0, cols,
+            c0, c1);
       });
       loop(idx(0), idx(plan_.cin), [&](llvm::Value *ci) {
         llvm::Value *ciAt = b_.CreateMul(ci, idx(planeSize));
@@ -279,11 +286,10 @@ public:
         llvm::Value *m0 = b_.CreateMul(mb, idx(blockRows_));
         llvm::Value *rowsM = smin(b_.CreateSub(mExt, m0), idx(blockRows_));
         llvm::Value *co = b_.CreateAdd(lo[plan_.co], m0);
-        loop(idx(0), idx(pos_ * mK_),
-             [&](llvm::Value *i) {
-               b_.CreateStore(llvm::ConstantFP::get(f32_, 0.0),
-                              b_.CreateInBoundsGEP(f32_, prods, i));
-             });
+        loop(idx(0), idx(pos_ * mK_), [&](llvm::Value *i) {
+          b_.CreateStore(llvm::ConstantFP::get(f32_, 0.0),
+                         b_.CreateInBoundsGEP(f32_, prods, i));
+        });
         products(u, co, rowsM, panels, prods, tiles);
         loop(idx(0), rowsM, [&](llvm::Value *r) {
           llvm::Value *mAt = b_.CreateMul(r, idx(tPad_));
@@ -292,25 +298,24 @@ public:
             llvm::Value *tAt = b_.CreateMul(ty, tw);
             llvm::Value *zRow =
                 b_.CreateAdd(zAt, b_.CreateMul(ty, idx(tm_ * zPitch)));
-            stepLoop(idx(0), tw, vf_, LoopHint::kNoVectorize,
-                     [&](llvm::Value *tx) {
-                       outputRows(
-                           prods, b_.CreateAdd(mAt, b_.CreateAdd(tAt, tx)),
-                           rows,
-                           b_.CreateAdd(zRow, b_.CreateMul(tx, idx(tm_))),
-                           zPitch);
-                     });
+            stepLoop(
+                idx(0), tw, vf_, LoopHint::kNoVectorize, [&](llvm::Value *tx) {
+                  outputRows(
+                      prods, b_.CreateAdd(mAt, b_.CreateAdd(tAt, tx)), rows,
+                      b_.CreateAdd(zRow, b_.CreateMul(tx, idx(tm_))), zPitch);
+                });
           });
         });
         // Epilogue along each output row.
-        llvm::Value *oyEnd =
-            smin(b_.CreateMul(ths, idx(tm_)), b_.CreateSub(hi[plan_.oh], orow0));
+        llvm::Value *oyEnd = smin(b_.CreateMul(ths, idx(tm_)),
+                                  b_.CreateSub(hi[plan_.oh], orow0));
         loop(idx(0), rowsM, [&](llvm::Value *r) {
           ivs_[plan_.co] = b_.CreateAdd(co, r);
           llvm::Value *zAt = b_.CreateMul(r, idx(zRows * zPitch));
           loop(idx(0), oyEnd, [&](llvm::Value *oy) {
             ivs_[plan_.oh] = b_.CreateAdd(orow0, oy);
-            llvm::Value *zRow = b_.CreateAdd(zAt, b_.CreateMul(oy, idx(zPitch)));
+            llvm::Value *zRow =
+                b_.CreateAdd(zAt, b_.CreateMul(oy, idx(zPitch)));
             loop(
                 idx(0), owExt,
                 [&](llvm::Value *ox) {
@@ -377,13 +382,14 @@ private:
               b_.CreateInBoundsGEP(f32_, panels, b_.CreateAdd(vk, t0));
           llvm::Value *cp = b_.CreateInBoundsGEP(
               f32_, prods,
-              b_.CreateAdd(mk, b_.CreateAdd(b_.CreateMul(t0, idx(coPad_)), c0)));
+              b_.CreateAdd(mk,
+                           b_.CreateAdd(b_.CreateMul(t0, idx(coPad_)), c0)));
           llvm::SmallVector<llvm::Value *, 8> args = {
               x, idx(1), idx(tPad_), rowsT, w, cp, idx(plan_.cin)};
           auto call = [&](unsigned nv) {
-            b_.CreateCall(packedGemmTransposedKernel(m_, shape_, mrT_, nv, ldu,
-                                                     coPad_),
-                          args);
+            b_.CreateCall(
+                packedGemmTransposedKernel(m_, shape_, mrT_, nv, ldu, coPad_),
+                args);
           };
           llvm::BasicBlock *wide =
               llvm::BasicBlock::Create(ctx_, "winot_wide", fn_);
@@ -407,16 +413,15 @@ private:
       loop(idx(0), tw, [&](llvm::Value *tx) {
         llvm::Value *t = b_.CreateAdd(b_.CreateMul(ty, tw), tx);
         llvm::Value *tAt = b_.CreateMul(t, idx(coPad_));
-        llvm::Value *zAt = b_.CreateMul(
-            b_.CreateAdd(b_.CreateMul(ty, idx(tm_ * zPitch)),
-                         b_.CreateMul(tx, idx(tm_))),
-            idx(coPad_));
+        llvm::Value *zAt =
+            b_.CreateMul(b_.CreateAdd(b_.CreateMul(ty, idx(tm_ * zPitch)),
+                                      b_.CreateMul(tx, idx(tm_))),
+                         idx(coPad_));
         loop(
             idx(0), mExt,
             [&](llvm::Value *c) {
               outputTransform(prods, b_.CreateAdd(tAt, c), mK_, rows,
-                              b_.CreateAdd(zAt, c), coPad_,
-                              zPitch * coPad_);
+                              b_.CreateAdd(zAt, c), coPad_, zPitch * coPad_);
             },
             LoopHint::kNoInterleave);
       });
@@ -456,9 +461,7 @@ private:
 
   // Row pitch of U^T: all output channels padded to whole panels, plus one
   // panel so a tile's channel panels never read past a row.
-  int64_t uTPitch() const {
-    return (plan_.cout + nr_ - 1) / nr_ * nr_ + nr_;
-  }
+  int64_t uTPitch() const { return (plan_.cout + nr_ - 1) / nr_ * nr_ + nr_; }
 
   // The transformed weights as U^T[k][ci][co] (rows of uTPitch(), zero
   // padded), an internal constant of the module.
@@ -487,8 +490,8 @@ private:
                              const std::vector<float> &values) {
     llvm::Constant *data = llvm::ConstantDataArray::get(ctx_, values);
     auto *g = new llvm::GlobalVariable(m_, data->getType(), /*isConstant=*/true,
-                                       llvm::GlobalValue::InternalLinkage,
-                                       data, name);
+                                       llvm::GlobalValue::InternalLinkage, data,
+                                       name);
     g->setAlignment(llvm::Align(64));
     g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
     return g;
@@ -567,9 +570,7 @@ private:
 
   // Floats a vector of tiles reads from one plane row: tm * vf + 2,
   // rounded up to whole vectors.
-  int64_t wideLoad() const {
-    return (tm_ * vf_ + 2 + vf_ - 1) / vf_ * vf_;
-  }
+  int64_t wideLoad() const { return (tm_ * vf_ + 2 + vf_ - 1) / vf_ * vf_; }
 
   // Lanes start, start + stride, ... of |wide| (vf_ of them).
   llvm::Value *lanes(llvm::Value *wide, int64_t start, int64_t stride) {
@@ -650,11 +651,11 @@ private:
     for (int64_t i = 0; i < tm_; ++i) {
       // Concatenate y[i][0..tm) and interleave: lane l of the result is
       // y[i][l % tm][l / tm].
-      llvm::Value *all = b_.CreateShuffleVector(y[i][0], y[i][1],
-                                                iota(2 * vf_));
+      llvm::Value *all =
+          b_.CreateShuffleVector(y[i][0], y[i][1], iota(2 * vf_));
       if (tm_ == 4) {
-        llvm::Value *hi = b_.CreateShuffleVector(y[i][2], y[i][3],
-                                                 iota(2 * vf_));
+        llvm::Value *hi =
+            b_.CreateShuffleVector(y[i][2], y[i][3], iota(2 * vf_));
         all = b_.CreateShuffleVector(all, hi, iota(4 * vf_));
       }
       llvm::SmallVector<int, 64> mask;
@@ -713,46 +714,46 @@ private:
       llvm::Value *bk = b_.CreateMul(k, idx(vK_));
       llvm::Value *ck = b_.CreateMul(k, idx(mK_));
       loop(idx(0), nChunks, [&](llvm::Value *c) {
-       loop(idx(0), subBlocks, [&](llvm::Value *sb) {
-        llvm::Value *col = b_.CreateMul(c, idx(nr_));
-        llvm::Value *r0 = b_.CreateMul(sb, idx(shape_.mr));
-        llvm::Value *a = b_.CreateInBoundsGEP(
-            f32_, u,
-            b_.CreateMul(b_.CreateAdd(b_.CreateMul(k, idx(plan_.cout)),
-                                      b_.CreateAdd(co, r0)),
-                         idx(plan_.cin)));
-        llvm::Value *cAt =
-            b_.CreateAdd(ck, b_.CreateAdd(b_.CreateMul(r0, idx(tPad_)), col));
-        llvm::SmallVector<llvm::Value *, 8> args = {
-            a,
-            idx(plan_.cin),
-            idx(1),
-            smin(b_.CreateSub(rowsM, r0), idx(shape_.mr)),
-            b_.CreateInBoundsGEP(f32_, panels, b_.CreateAdd(bk, col)),
-            b_.CreateInBoundsGEP(f32_, prods, cAt),
-            idx(plan_.cin)};
-        if (shape_.nv == 1) {
+        loop(idx(0), subBlocks, [&](llvm::Value *sb) {
+          llvm::Value *col = b_.CreateMul(c, idx(nr_));
+          llvm::Value *r0 = b_.CreateMul(sb, idx(shape_.mr));
+          llvm::Value *a = b_.CreateInBoundsGEP(
+              f32_, u,
+              b_.CreateMul(b_.CreateAdd(b_.CreateMul(k, idx(plan_.cout)),
+                                        b_.CreateAdd(co, r0)),
+                           idx(plan_.cin)));
+          llvm::Value *cAt =
+              b_.CreateAdd(ck, b_.CreateAdd(b_.CreateMul(r0, idx(tPad_)), col));
+          llvm::SmallVector<llvm::Value *, 8> args = {
+              a,
+              idx(plan_.cin),
+              idx(1),
+              smin(b_.CreateSub(rowsM, r0), idx(shape_.mr)),
+              b_.CreateInBoundsGEP(f32_, panels, b_.CreateAdd(bk, col)),
+              b_.CreateInBoundsGEP(f32_, prods, cAt),
+              idx(plan_.cin)};
+          if (shape_.nv == 1) {
+            b_.CreateCall(packedGemmKernel(m_, shape_, shape_.nv, tPad_), args);
+            return;
+          }
+          // A last chunk no wider than one vector runs the narrow kernel.
+          llvm::Value *narrow = b_.CreateICmpSLE(b_.CreateSub(tiles, col),
+                                                 idx(shape_.vectorWidth));
+          llvm::BasicBlock *wide =
+              llvm::BasicBlock::Create(ctx_, "wino_wide", fn_);
+          llvm::BasicBlock *thin =
+              llvm::BasicBlock::Create(ctx_, "wino_narrow", fn_);
+          llvm::BasicBlock *join =
+              llvm::BasicBlock::Create(ctx_, "wino_join", fn_);
+          b_.CreateCondBr(narrow, thin, wide);
+          b_.SetInsertPoint(wide);
           b_.CreateCall(packedGemmKernel(m_, shape_, shape_.nv, tPad_), args);
-          return;
-        }
-        // A last chunk no wider than one vector runs the narrow kernel.
-        llvm::Value *narrow = b_.CreateICmpSLE(b_.CreateSub(tiles, col),
-                                               idx(shape_.vectorWidth));
-        llvm::BasicBlock *wide =
-            llvm::BasicBlock::Create(ctx_, "wino_wide", fn_);
-        llvm::BasicBlock *thin =
-            llvm::BasicBlock::Create(ctx_, "wino_narrow", fn_);
-        llvm::BasicBlock *join =
-            llvm::BasicBlock::Create(ctx_, "wino_join", fn_);
-        b_.CreateCondBr(narrow, thin, wide);
-        b_.SetInsertPoint(wide);
-        b_.CreateCall(packedGemmKernel(m_, shape_, shape_.nv, tPad_), args);
-        b_.CreateBr(join);
-        b_.SetInsertPoint(thin);
-        b_.CreateCall(packedGemmKernel(m_, shape_, 1, tPad_), args);
-        b_.CreateBr(join);
-        b_.SetInsertPoint(join);
-       });
+          b_.CreateBr(join);
+          b_.SetInsertPoint(thin);
+          b_.CreateCall(packedGemmKernel(m_, shape_, 1, tPad_), args);
+          b_.CreateBr(join);
+          b_.SetInsertPoint(join);
+        });
       });
     });
   }
@@ -768,8 +769,9 @@ private:
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j < n; ++j) {
         m[i][j] = b_.CreateLoad(
-            f32_, b_.CreateInBoundsGEP(
-                      f32_, prods, b_.CreateAdd(at, idx((i * n + j) * kStride))));
+            f32_,
+            b_.CreateInBoundsGEP(f32_, prods,
+                                 b_.CreateAdd(at, idx((i * n + j) * kStride))));
       }
     }
     llvm::Value *y[4][4];
@@ -777,9 +779,9 @@ private:
     for (int64_t i = 0; i < tm_; ++i) {
       llvm::Value *row = b_.CreateAdd(zAt, idx(i * rowStride));
       for (int64_t j = 0; j < tm_; ++j) {
-        b_.CreateStore(y[i][j], b_.CreateInBoundsGEP(
-                                    f32_, rows,
-                                    b_.CreateAdd(row, idx(j * colStride))));
+        b_.CreateStore(y[i][j],
+                       b_.CreateInBoundsGEP(
+                           f32_, rows, b_.CreateAdd(row, idx(j * colStride))));
       }
     }
   }

@@ -43,10 +43,10 @@ std::string graphText(const Case &t, const std::string &epilogue,
       "graph @wino(%x: tensor<" + dims({1, t.ci, t.h, t.w}) + "xf32>" +
       (epilogue == "residual" ? ", %r: tensor<" + y + "xf32>" : "") +
       ") {\n  %w = Constant() {value = " + denseText(w) + "} : tensor<" +
-      dims({t.co, t.ci, 3, 3}) + "xf32>\n  %b = Constant() {value = " +
-      denseText(b) + "} : tensor<" + std::to_string(t.co) +
-      "xf32>\n  %c = Conv(%x, %w, %b) {pads = [" + p + ", " + p + ", " + p +
-      ", " + p + "], strides = [1, 1]} : tensor<" + y +
+      dims({t.co, t.ci, 3, 3}) +
+      "xf32>\n  %b = Constant() {value = " + denseText(b) + "} : tensor<" +
+      std::to_string(t.co) + "xf32>\n  %c = Conv(%x, %w, %b) {pads = [" + p +
+      ", " + p + ", " + p + ", " + p + "], strides = [1, 1]} : tensor<" + y +
       "xf32> loc(\"conv\")\n";
   if (epilogue == "residual") {
     text += "  %s = Add(%c, %r) : tensor<" + y + "xf32>\n";
@@ -136,8 +136,8 @@ void check(const Case &t, const char *target,
   for (size_t i = 0; i < got.size(); ++i) {
     // F(4x4, 3x3)'s transforms have coefficients up to 8 (F(2x2, 3x3):
     // 1), so its rounding errors are a few times larger.
-    ASSERT_NEAR(got[i], want[i], (f4MinWidth == 1 ? 1e-5 : 2e-6) *
-                                     (1 + magnitude[i]))
+    ASSERT_NEAR(got[i], want[i],
+                (f4MinWidth == 1 ? 1e-5 : 2e-6) * (1 + magnitude[i]))
         << "element " << i;
   }
 }
