@@ -193,12 +193,10 @@ TEST(WinogradConvTest, UntransposedMatchesReference) {
 // F(4x4, 3x3) (by default on maps of 28 and more): 6x6 patches, partial
 // 4x4 tiles at odd edges, transposed and not.
 TEST(WinogradConvTest, F4MatchesReference) {
-  for (const Case &t : {kCases[0], kCases[1], kCases[3], kCases[5]}) {
-    check(t, "host", "relu", /*transposed=*/true, 0, /*f4MinWidth=*/1);
-  }
+  check(kCases[1], "host", "relu", /*transposed=*/true, 0, /*f4MinWidth=*/1);
+  check(kCases[3], "host", "relu", /*transposed=*/true, 0, /*f4MinWidth=*/1);
   for (const char *target : {"host", "x86_64"}) {
     check({40, 14, 14, 48, 1}, target, "residual", true, 0, 1);
-    check({32, 10, 12, 37, 0}, target, "relu", false, 0, 1);
     check({32, 9, 13, 40, 1}, target, "residual", false, 0, 1);
   }
 }
