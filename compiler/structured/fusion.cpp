@@ -567,7 +567,8 @@ int64_t largestDivisorUpTo(int64_t bound, int64_t limit) {
 std::optional<GemmPlan> planGemm(const StructuredProgram &p,
                                  const StructuredOp &root) {
   OpClass cls = root.classify();
-  if ((cls != OpClass::Contraction && cls != OpClass::Convolution) ||
+  if (root.winograd ||
+      (cls != OpClass::Contraction && cls != OpClass::Convolution) ||
       root.inputs.size() != 2 || !root.init || !root.output.map.isProjectedPermutation() ||
       root.output.map.results.empty()) {
     return std::nullopt;
@@ -1002,6 +1003,11 @@ llvm::cl::opt<unsigned> prologueMinWidthOption(
     llvm::cl::desc("Narrowest depthwise input map an expansion is fused into"),
     llvm::cl::init(28), llvm::cl::Hidden);
 
+llvm::cl::opt<unsigned> prologueMinStridedWidthOption(
+    "osprey-depthwise-prologue-min-strided-width",
+    llvm::cl::desc("Narrowest input map of a strided depthwise convolution "
+                   "an expansion is fused into"),
+    llvm::cl::init(56), llvm::cl::Hidden);
 llvm::cl::opt<unsigned> prologueMathMinWidthOption(
     "osprey-depthwise-prologue-math-min-width",
     llvm::cl::desc("Narrowest depthwise input map an expansion whose "
@@ -1197,12 +1203,18 @@ int prologueGroup(const StructuredProgram &p, unsigned g) {
   // unfused pair): 112-wide stride 2 -50%, 56-wide stride 1 -24%, stride 2
   // -32%, 28-wide -20% (stride 1) and -13% (stride 2), but 14-wide +25%:
   // there the expanded map is small and stays in cache, where the matrix
-  // product's microkernel beats the prologue's dot products.
+  // product's microkernel beats the prologue's dot products. Strided ones
+  // need 56 columns: the decision cannot see the target, and on Cortex-M4
+  // (scalar code, no cache to spare) MobileNetV1-0.25's 48-wide stride-2
+  // block ran 0.45% more instructions fused, while on the host the 28-wide
+  // ones gain only about 0.3% of MobileNetV2.
   // An activation with exp (EfficientNet's SiLU) runs in an extra pass over
   // each computed row: 112-wide -17%, 56-wide -5 to -7%, 28-wide +0-2%.
+  bool strided = rc->rowStride > 1 || rc->colStride > 1;
   if (width <= 0 || tDims.back() % width != 0 ||
       k > int64_t(prologueMaxReductionOption) ||
       width < int64_t(prologueMinWidthOption) ||
+      (strided && width < int64_t(prologueMinStridedWidthOption)) ||
       (math && width < int64_t(prologueMathMinWidthOption))) {
     return -1;
   }
@@ -1257,7 +1269,8 @@ void fuseDepthwisePrologues(StructuredProgram &p) {
 
 } // namespace
 
-absl::Status fuseAndTile(StructuredProgram &p) {
+absl::Status fuseAndTile(StructuredProgram &p,
+                         const FusionOptions &options) {
   inlineCopies(p);
   sinkReshapes(p);
   foldChannelScales(p);
@@ -1320,6 +1333,7 @@ absl::Status fuseAndTile(StructuredProgram &p) {
     chooseTiles(p, p.ops[group.root], group);
   }
   fuseDepthwisePrologues(p);
+  transformWinogradWeights(p, options);
   relayoutGemmOperands(p);
   return absl::OkStatus();
 }

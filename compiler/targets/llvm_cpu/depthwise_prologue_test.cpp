@@ -114,8 +114,9 @@ void check(const Case &t, const char *target, const Settings &settings = {}) {
                std::to_string(settings.maxScratch) + " planes " +
                std::to_string(settings.planes));
   // Small maps qualify too (by default only maps of 28 columns or more do,
-  // 56 with a SiLU).
+  // 56 with a stride or a SiLU).
   setOption("osprey-depthwise-prologue-min-width", 1);
+  setOption("osprey-depthwise-prologue-min-strided-width", 1);
   setOption("osprey-depthwise-prologue-math-min-width", 1);
   setOption("osprey-depthwise-vector-width", settings.vectorWidth);
   setOption("osprey-depthwise-prologue-max-scratch", settings.maxScratch);
@@ -125,6 +126,7 @@ void check(const Case &t, const char *target, const Settings &settings = {}) {
   absl::Status s = c.compile(graphText(t), target);
   setOption("osprey-depthwise-prologue-min-width", 28);
   setOption("osprey-depthwise-prologue-math-min-width", 56);
+  setOption("osprey-depthwise-prologue-min-strided-width", 56);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(c.program().regions.size(), 1u)
       << "the expansion runs inside the depthwise region";
@@ -215,8 +217,9 @@ TEST(DepthwisePrologueTest, RowBlocksAndPartialBatchesMatchReference) {
   check({24, 28, 28, 16, 3, 1, 1}, "host");
 }
 
-// The decision's thresholds at their defaults: 28-wide maps fuse, 14-wide
-// maps do not.
+// The decision's thresholds at their defaults: 28-wide maps fuse with
+// stride 1, strided ones from 56 columns, SiLU from 56; 14-wide maps do
+// not fuse.
 TEST(DepthwisePrologueTest, DefaultThresholds) {
   auto regions = [](const Case &t) {
     CompiledGraph c;
@@ -225,7 +228,7 @@ TEST(DepthwisePrologueTest, DefaultThresholds) {
     return c.program().regions.size();
   };
   EXPECT_EQ(regions({16, 28, 28, 24, 3, 1, 1}), 1u);
-  EXPECT_EQ(regions({16, 28, 28, 24, 3, 2, 1}), 1u);
+  EXPECT_EQ(regions({16, 28, 28, 24, 3, 2, 1}), 2u);
   EXPECT_EQ(regions({16, 56, 56, 24, 3, 2, 1}), 1u);
   EXPECT_EQ(regions({16, 14, 14, 24, 3, 1, 1}), 2u);
   EXPECT_EQ(regions({16, 56, 56, 24, 3, 2, 1, true}), 1u);
