@@ -7,6 +7,15 @@
 
 namespace osprey::compiler::structured {
 
+// What fuseAndTile knows of the target's code generator: the shape of its
+// matrix-product microkernel. The default (scalar code) makes no
+// target-dependent rewrites.
+struct FusionOptions {
+  unsigned vectorWidth = 1;   // f32 lanes per vector (1: scalar code)
+  unsigned kernelRows = 1;    // rows of A per microkernel block (MR)
+  unsigned kernelVectors = 1; // vectors of B per block (NR / vectorWidth)
+};
+
 // Makes fusion decisions from iterator types, indexing maps and body shape
 // only (never from the graph op an op came from):
 //  1. A pure copy with a permutation/broadcast read (transpose, expand) is
@@ -32,8 +41,13 @@ namespace osprey::compiler::structured {
 //     see fuseDepthwisePrologues in fusion.cpp for the exact conditions
 //     and thresholds; --osprey-fuse-depthwise-prologue=false turns it off):
 //     its value is computed where the convolution reads it, never stored.
+//  6. On targets with vectors (|options|), convolutions planned as Winograd
+//     F(m x m, 3x3) read compile-time transformed weights instead of their
+//     3x3 weights and are marked StructuredOp::winograd
+//     (transformWinogradWeights, winograd.h).
 // Fills |program.groups| and each op's FusionInfo. Views join no group.
-absl::Status fuseAndTile(StructuredProgram &program);
+absl::Status fuseAndTile(StructuredProgram &program,
+                         const FusionOptions &options = {});
 
 // How a multiply-accumulate root (out += in_a * in_b) maps onto a matrix
 // product C[M][N] += A[M][K] * B[K][N], for code generators that pack B into
@@ -49,7 +63,8 @@ absl::Status fuseAndTile(StructuredProgram &program);
 //    read only by A is mLoop (output channels, rows); the other parallel
 //    loops are N loops (pixels, columns), flattened in output order.
 // Returns nullopt when |root| does not have that form (no mLoop with
-// extent >= 4, several A-only loops, A not flattenable, indirect reads).
+// extent >= 4, several A-only loops, A not flattenable, indirect reads) or
+// is a Winograd root (StructuredOp::winograd).
 struct GemmPlan {
   unsigned a = 0;                   // input operand number of A
   unsigned b = 0;                   // input operand number of B

@@ -416,6 +416,13 @@ void printProgram(const StructuredProgram &p, llvm::raw_ostream &os) {
         os << " init " << formatNumber(*op.init);
       }
       os << "\n    body " << op.body.str() << "\n";
+      if (op.winograd) {
+        const WinogradRoot &w = *op.winograd;
+        os << "    winograd F(" << w.m << "x" << w.m << ", 3x3) weights "
+           << name(op.inputs[w.weights].tensor) << ": "
+           << p.tensors[op.inputs[w.weights].tensor].type.str()
+           << (w.transposed ? " transposed" : "") << "\n";
+      }
     }
     os << "    : " << p.tensors[op.output.tensor].type.str() << "\n";
     if (op.fusion.group >= 0) {

@@ -151,6 +151,25 @@ struct FusionInfo {
   enum class Role : uint8_t { Root, Epilogue, Fused, Prologue } role = Role::Root;
 };
 
+// A convolution root computed as Winograd F(m x m, 3x3) (see
+// structured::transformWinogradWeights in winograd.h). Input |weights| then
+// holds the compile-time transformed weights instead of the 3x3 window, as
+// U[k][co][ci] (dims positions x cout x cin) or, when |transposed|,
+// U^T[k][ci][co] (dims positions x cin x pitch, rows zero padded); its map
+// reads co and ci and a placeholder 0 for the position k, so only code
+// generators that know this form may read the op. The loops and the input
+// access are those of the original convolution.
+struct WinogradRoot {
+  int64_t m = 2;           // output tile edge (2 or 4)
+  bool transposed = false; // layout of the weights, see above
+  unsigned weights = 0;    // input operand number of the weights
+  unsigned input = 0;      // input operand number of the feature map
+  unsigned co = 0, oh = 0, ow = 0; // parallel loops
+  unsigned ci = 0, kh = 0, kw = 0; // reduction loops
+  unsigned rowResult = 0;          // input's result reading oh + kh
+  int64_t padH = 0, padW = 0;      // input's zero padding above and left
+};
+
 struct StructuredOp {
   std::string nodeName; // graph node it came from, for diagnostics
   bool isView = false;  // reshape-like alias of inputs[0]
@@ -161,6 +180,7 @@ struct StructuredOp {
   std::optional<double> init; // accumulator start value for reductions
   ScalarBody body;
   FusionInfo fusion;
+  std::optional<WinogradRoot> winograd; // set by transformWinogradWeights
 
   bool hasReduction() const;
   OpClass classify() const;

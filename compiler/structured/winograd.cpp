@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <tuple>
 #include <utility>
 
 #include "llvm/Support/CommandLine.h"
@@ -45,6 +47,28 @@ llvm::cl::opt<unsigned> minF4WidthOption(
     llvm::cl::desc("Narrowest output map computed as Winograd F(4x4, 3x3) "
                    "(0: never)"),
     llvm::cl::init(28), llvm::cl::Hidden);
+
+// The positions' panels (and products) are a multiple of 4 KiB apart
+// without padding, so the input transform's stores per tile and the output
+// transform's loads would fall into one L1 set (12 ways) and alias in the
+// store buffer: one cache line more between positions.
+constexpr int64_t kSetSkew = 16;
+
+// Tile counts up to this that are not whole panels (49 tiles of a 14x14
+// map, 16 of a 7x7 one) run transposed.
+constexpr int64_t kMaxTransposedTiles = 64;
+
+llvm::cl::opt<unsigned> blockRowsOption(
+    "osprey-winograd-block-rows",
+    llvm::cl::desc("Output channels per Winograd product block (at least "
+                   "the kernel's rows; larger blocks fit the panel budget)"),
+    llvm::cl::init(0), llvm::cl::Hidden);
+
+llvm::cl::opt<bool> transposedOption(
+    "osprey-winograd-transposed",
+    llvm::cl::desc("Run Winograd products over few tiles with vectors along "
+                   "output channels"),
+    llvm::cl::init(true), llvm::cl::Hidden);
 
 bool readsOnly(const AffineExpr &e, unsigned d) {
   for (size_t i = 0; i < e.coeffs.size(); ++i) {
@@ -284,6 +308,225 @@ std::vector<float> winogradWeights(const StructuredProgram &p,
     }
   }
   return u;
+}
+
+std::optional<WinogradSchedule> scheduleWinograd(const WinogradPlan &plan,
+                                                 int64_t maxCo, int64_t maxOh,
+                                                 int64_t maxOw,
+                                                 const FusionOptions &options) {
+  if (options.vectorWidth <= 1) {
+    return std::nullopt;
+  }
+  WinogradSchedule s;
+  s.m = plan.m;
+  s.vf = options.vectorWidth;
+  s.cin = plan.cin;
+  const int64_t nr = int64_t{options.vectorWidth} * options.kernelVectors;
+  const int64_t mr = options.kernelRows;
+  const int64_t pos = plan.positions();
+  s.twMax = (maxOw + s.m - 1) / s.m;
+  int64_t thMax = (maxOh + s.m - 1) / s.m;
+  for (int64_t rows = thMax; rows >= 1; --rows) {
+    int64_t pad = (rows * s.twMax + nr - 1) / nr * nr;
+    if (pos * plan.cin * pad * 4 > kWinogradMaxPanelBytes) {
+      continue;
+    }
+    s.rowsPerChunk = rows;
+    s.tPad = pad;
+    s.vK = plan.cin * s.tPad + kSetSkew;
+    // Products of MR output channels at a time by default. Larger blocks
+    // (the kernel then reuses each panel chunk from L1 for every MR rows of
+    // the block) measured slower: 64 rows on 56x56 maps 1.20 -> 1.33 ms,
+    // 128 rows on 28x28 1.03 -> 1.15 ms, 16 or 32 rows within noise of 8.
+    int64_t mMax = (maxCo + mr - 1) / mr;
+    s.blockRows = mr;
+    if (blockRowsOption > mr) {
+      int64_t fit = kWinogradMaxPanelBytes / (pos * pad * 4 * mr);
+      s.blockRows =
+          mr *
+          std::max<int64_t>(
+              1, std::min<int64_t>({mMax, fit, int64_t{blockRowsOption} / mr}));
+    }
+    s.mK = s.blockRows * s.tPad + kSetSkew;
+    break;
+  }
+  if (s.rowsPerChunk == 0) {
+    return std::nullopt;
+  }
+  int64_t tMax = thMax * s.twMax;
+  if (transposedOption && s.rowsPerChunk == thMax && tMax % nr != 0 &&
+      tMax <= kMaxTransposedTiles) {
+    WinogradSchedule t = s;
+    // Tile blocks of mrT rows with the least padding (ties: larger).
+    int64_t best = -1;
+    for (int64_t r = mr; r >= 2; --r) {
+      int64_t waste = (tMax + r - 1) / r * r - tMax;
+      if (best < 0 || waste < best) {
+        best = waste;
+        t.mrT = r;
+      }
+    }
+    t.tPad = (tMax + t.mrT - 1) / t.mrT * t.mrT;
+    t.coPad = (maxCo + nr - 1) / nr * nr;
+    t.vK = plan.cin * t.tPad + kSetSkew;
+    t.mK = t.tPad * t.coPad + kSetSkew;
+    t.transposed = true;
+    // All output channels padded to whole panels, plus one panel so a
+    // tile's channel panels never read past a row.
+    t.uPitch = (plan.cout + nr - 1) / nr * nr + nr;
+    if (t.stackBytes() <= kWinogradMaxStackBytes) {
+      return t;
+    }
+    // Products of all output channels (many channels): untransposed.
+  }
+  if (s.stackBytes() > kWinogradMaxStackBytes) {
+    return std::nullopt;
+  }
+  return s;
+}
+
+std::optional<WinogradSchedule> scheduleWinograd(const StructuredOp &root,
+                                                 const FusionGroup &group,
+                                                 const WinogradPlan &plan,
+                                                 const FusionOptions &options) {
+  // The extent of loop |d| in one workgroup (see TileEmitter::maxExtent).
+  auto extent = [&](unsigned d) {
+    int64_t bound = root.bounds[d];
+    bool tiled = std::find(group.tiledLoops.begin(), group.tiledLoops.end(),
+                           d) != group.tiledLoops.end();
+    if (tiled && d < group.tileSizes.size() && group.tileSizes[d] > 0) {
+      return std::min(bound, group.tileSizes[d]);
+    }
+    return bound;
+  };
+  return scheduleWinograd(plan, extent(plan.co), extent(plan.oh),
+                          extent(plan.ow), options);
+}
+
+void transformWinogradWeights(StructuredProgram &p,
+                              const FusionOptions &options) {
+  if (options.vectorWidth <= 1) {
+    return;
+  }
+  // Copies already made: source tensor, layout and the access to it.
+  using Key = std::tuple<unsigned, int64_t, bool, std::vector<int64_t>>;
+  std::map<Key, unsigned> copies;
+  for (const FusionGroup &group : p.groups) {
+    StructuredOp &root = p.ops[group.root];
+    if (root.winograd || !group.prologue.empty() ||
+        p.tensors[root.output.tensor].type.elementType() != ElementType::F32) {
+      continue;
+    }
+    bool f32 = true;
+    for (const OperandAccess &in : root.inputs) {
+      f32 &= p.tensors[in.tensor].type.elementType() == ElementType::F32;
+    }
+    std::optional<WinogradPlan> plan;
+    if (f32) {
+      plan = planWinograd(p, root);
+    }
+    if (!plan) {
+      continue;
+    }
+    std::optional<WinogradSchedule> sched =
+        scheduleWinograd(root, group, *plan, options);
+    if (!sched) {
+      continue;
+    }
+    OperandAccess &a = root.inputs[plan->gemm.a];
+    const std::vector<int64_t> &st = plan->gemm.aStrides;
+    Key key{a.tensor,
+            plan->m,
+            sched->transposed,
+            {plan->gemm.aOffset, st[plan->co], st[plan->ci], st[plan->kh],
+             st[plan->kw], plan->cout, plan->cin, sched->uPitch}};
+    auto known = copies.find(key);
+    unsigned tensor;
+    if (known != copies.end()) {
+      tensor = known->second;
+    } else {
+      std::vector<float> u = winogradWeights(p, root, *plan);
+      int64_t pos = plan->positions();
+      std::vector<int64_t> dims = {pos, plan->cout, plan->cin};
+      if (sched->transposed) {
+        int64_t ld = sched->uPitch;
+        std::vector<float> ut(static_cast<size_t>(pos * plan->cin * ld), 0.0f);
+        for (int64_t k = 0; k < pos; ++k) {
+          for (int64_t co = 0; co < plan->cout; ++co) {
+            for (int64_t ci = 0; ci < plan->cin; ++ci) {
+              ut[static_cast<size_t>((k * plan->cin + ci) * ld + co)] =
+                  u[static_cast<size_t>((k * plan->cout + co) * plan->cin +
+                                        ci)];
+            }
+          }
+        }
+        u = std::move(ut);
+        dims = {pos, plan->cin, ld};
+      }
+      std::vector<uint8_t> bytes(u.size() * 4);
+      std::memcpy(bytes.data(), u.data(), bytes.size());
+      TensorInfo copy;
+      copy.name = p.tensors[a.tensor].name + "_wino" + std::to_string(plan->m) +
+                  (sched->transposed ? "t" : "");
+      copy.type = TensorType::ranked(ElementType::F32, dims);
+      copy.constant = graph::DenseData::fromBytes(std::move(bytes));
+      tensor = static_cast<unsigned>(p.tensors.size());
+      copies[key] = tensor;
+      p.tensors.push_back(std::move(copy));
+    }
+    WinogradRoot w;
+    w.m = plan->m;
+    w.transposed = sched->transposed;
+    w.weights = plan->gemm.a;
+    w.input = plan->gemm.b;
+    w.co = plan->co;
+    w.oh = plan->oh;
+    w.ow = plan->ow;
+    w.ci = plan->ci;
+    w.kh = plan->kh;
+    w.kw = plan->kw;
+    w.rowResult = plan->rowResult;
+    w.padH = plan->padH;
+    w.padW = plan->padW;
+    unsigned n = a.map.numDims;
+    AffineMap map;
+    map.numDims = n;
+    map.results.push_back(AffineExpr::constantExpr(n, 0));
+    if (sched->transposed) {
+      map.results.push_back(AffineExpr::dim(n, plan->ci));
+      map.results.push_back(AffineExpr::dim(n, plan->co));
+    } else {
+      map.results.push_back(AffineExpr::dim(n, plan->co));
+      map.results.push_back(AffineExpr::dim(n, plan->ci));
+    }
+    a.tensor = tensor;
+    a.map = std::move(map);
+    a.padValue.reset();
+    a.indirect.reset();
+    root.winograd = w;
+  }
+}
+
+WinogradPlan winogradPlanOf(const StructuredOp &root) {
+  const WinogradRoot &w = *root.winograd;
+  WinogradPlan plan;
+  plan.gemm.a = w.weights;
+  plan.gemm.b = w.input;
+  plan.gemm.mLoop = w.co;
+  plan.gemm.kLoops = {w.ci, w.kh, w.kw};
+  plan.co = w.co;
+  plan.oh = w.oh;
+  plan.ow = w.ow;
+  plan.ci = w.ci;
+  plan.kh = w.kh;
+  plan.kw = w.kw;
+  plan.rowResult = w.rowResult;
+  plan.padH = w.padH;
+  plan.padW = w.padW;
+  plan.cin = root.bounds[w.ci];
+  plan.cout = root.bounds[w.co];
+  plan.m = w.m;
+  return plan;
 }
 
 } // namespace osprey::compiler::structured

@@ -10,6 +10,7 @@
 #include "compiler/structured/fusion.h"
 #include "compiler/structured/lower_graph.h"
 #include "compiler/targets/llvm_cpu/library.h"
+#include "compiler/targets/llvm_cpu/winograd_conv.h"
 #include "compiler/vm_backend/module_emitter.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -221,7 +222,15 @@ int main(int argc, char **argv) {
   printStage("lower-to-structured", [&](llvm::raw_ostream &os) {
     structured::printProgram(*program, os);
   });
-  if (absl::Status s = structured::fuseAndTile(*program); !s.ok()) {
+  // Fusion makes the target's Winograd decisions (the transformed weights
+  // replace the 3x3 ones in the module).
+  auto fuseTarget = llvm_cpu::resolveCpuTarget(target, targetCpu);
+  if (!fuseTarget.ok()) {
+    return fail(fuseTarget.status());
+  }
+  if (absl::Status s = structured::fuseAndTile(
+          *program, llvm_cpu::fusionOptionsFor(*fuseTarget));
+      !s.ok()) {
     return fail(s);
   }
   printStage("fuse", [&](llvm::raw_ostream &os) {

@@ -9,6 +9,7 @@
 #include "compiler/structured/fusion.h"
 #include "compiler/structured/lower_graph.h"
 #include "compiler/targets/llvm_cpu/library.h"
+#include "compiler/targets/llvm_cpu/winograd_conv.h"
 #include "hal/local/loaders/elf/elf_loader.h"
 
 namespace osprey::compiler::llvm_cpu {
@@ -31,8 +32,14 @@ bool compileKernel(const char *text, Kernel &k, std::string &error) {
     error = std::string(graph.status().message());
     return false;
   }
+  auto host = resolveCpuTarget("host");
+  if (!host.ok()) {
+    error = std::string(host.status().message());
+    return false;
+  }
   auto program = structured::lowerToStructured(**graph);
-  if (!program.ok() || !structured::fuseAndTile(*program).ok()) {
+  if (!program.ok() ||
+      !structured::fuseAndTile(*program, fusionOptionsFor(*host)).ok()) {
     error = "lowering failed";
     return false;
   }

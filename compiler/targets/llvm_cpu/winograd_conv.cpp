@@ -12,8 +12,8 @@
 //      shuffles), stored as V[k][ci][t]: P panels in the layout the packed
 //      microkernel reads as B;
 //   2. products M_k = U_k x V_k for the P positions, U the compile-time
-//      transformed weights (structured::winogradWeights, an internal
-//      constant of the module):
+//      transformed weights (structured::transformWinogradWeights made them
+//      the root's weights operand, in the layout of the schedule):
 //      - untransposed, per block of MR output channels: the pixel-oriented
 //        kernel over NR-wide chunks of tiles, U read in place as A;
 //      - transposed, for a chunk of at most 64 tiles that is no whole
@@ -38,48 +38,13 @@
 #include "compiler/structured/winograd.h"
 #include "compiler/targets/llvm_cpu/packed_gemm.h"
 #include "llvm/IR/Constants.h"
-#include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/Module.h"
-#include "llvm/Support/CommandLine.h"
 
 namespace osprey::compiler::llvm_cpu {
 namespace {
 
 using structured::StructuredOp;
 using structured::WinogradPlan;
-
-// The transformed input panels of one chunk take at most
-// structured::kWinogradMaxPanelBytes of stack: the CPU drivers run
-// workgroups on threads with the platform's default stack (8 MiB on
-// Linux).
-using structured::kWinogradMaxPanelBytes;
-
-// All scratch arrays of a workgroup (ResNet-18's largest, a 256-channel
-// 14x14 layer transposed: 2.1 MiB); above it, transposed products fall
-// back to untransposed ones, and those to the packed path.
-constexpr int64_t kMaxStackBytes = int64_t{3} << 20;
-
-// The 16 positions' panels (and products) are a multiple of 4 KiB apart
-// without padding, so the input transform's 16 stores per tile and the
-// output transform's 16 loads would fall into one L1 set (12 ways) and
-// alias in the store buffer: one cache line more between positions.
-constexpr int64_t kSetSkew = 16;
-
-// Tile counts up to this that are not whole panels (49 tiles of a 14x14
-// map, 16 of a 7x7 one) run transposed (see transposedTail).
-constexpr int64_t kMaxTransposedTiles = 64;
-
-llvm::cl::opt<unsigned> blockRowsOption(
-    "osprey-winograd-block-rows",
-    llvm::cl::desc("Output channels per Winograd product block (at least "
-                   "the kernel's rows; larger blocks fit the panel budget)"),
-    llvm::cl::init(0), llvm::cl::Hidden);
-
-llvm::cl::opt<bool> transposedOption(
-    "osprey-winograd-transposed",
-    llvm::cl::desc("Run Winograd products over few tiles with vectors along "
-                   "output channels"),
-    llvm::cl::init(true), llvm::cl::Hidden);
 
 class WinogradEmitter : public TileEmitter {
 public:
@@ -92,89 +57,37 @@ public:
     f32_ = b.getFloatTy();
   }
 
-  // Static sizes; false when one row of tiles does not fit the budget.
-  bool size() {
-    tm_ = plan_.m;
-    pos_ = plan_.positions();
-    vf_ = shape_.vectorWidth;
-    twMax_ = (maxExtent(plan_.ow) + tm_ - 1) / tm_;
-    int64_t thMax = (maxExtent(plan_.oh) + tm_ - 1) / tm_;
-    for (int64_t s = thMax; s >= 1; --s) {
-      int64_t pad = (s * twMax_ + nr_ - 1) / nr_ * nr_;
-      if (pos_ * plan_.cin * pad * 4 <= kWinogradMaxPanelBytes) {
-        rowsPerChunk_ = s;
-        tPad_ = pad;
-        vK_ = plan_.cin * tPad_ + kSetSkew;
-        // Products of MR output channels at a time by default. Larger
-        // blocks (the kernel then reuses each panel chunk from L1 for every
-        // MR rows of the block) measured slower: 64 rows on 56x56 maps
-        // 1.20 -> 1.33 ms, 128 rows on 28x28 1.03 -> 1.15 ms, 16 or 32
-        // rows within noise of 8.
-        int64_t mMax = (maxExtent(plan_.co) + shape_.mr - 1) / shape_.mr;
-        blockRows_ = shape_.mr;
-        if (blockRowsOption > shape_.mr) {
-          int64_t fit = kWinogradMaxPanelBytes / (pos_ * pad * 4 * shape_.mr);
-          blockRows_ =
-              shape_.mr * std::max<int64_t>(
-                              1, std::min<int64_t>(
-                                     {mMax, fit, blockRowsOption / shape_.mr}));
-        }
-        mK_ = blockRows_ * tPad_ + kSetSkew;
-        break;
-      }
-    }
-    if (rowsPerChunk_ == 0) {
-      return false;
-    }
-    int64_t tMax = thMax * twMax_;
-    int64_t regular[] = {tPad_, vK_, mK_};
-    if (transposedOption && rowsPerChunk_ == thMax && tMax % nr_ != 0 &&
-        tMax <= kMaxTransposedTiles) {
-      // Tile blocks of mrT_ rows with the least padding (ties: larger).
-      int64_t best = -1;
-      for (int64_t r = shape_.mr; r >= 2; --r) {
-        int64_t waste = (tMax + r - 1) / r * r - tMax;
-        if (best < 0 || waste < best) {
-          best = waste;
-          mrT_ = r;
-        }
-      }
-      tPad_ = (tMax + mrT_ - 1) / mrT_ * mrT_;
-      coPad_ = (maxExtent(plan_.co) + nr_ - 1) / nr_ * nr_;
-      vK_ = plan_.cin * tPad_ + kSetSkew;
-      mK_ = tPad_ * coPad_ + kSetSkew;
-      transposed_ = true;
-      if (stackBytes() > kMaxStackBytes) {
-        // Products of all output channels (many channels): untransposed.
-        transposed_ = false;
-        tPad_ = regular[0];
-        vK_ = regular[1];
-        mK_ = regular[2];
-      }
-    }
-    return stackBytes() <= kMaxStackBytes;
+  // Takes the static sizes of |sched| (from structured::scheduleWinograd).
+  void size(const structured::WinogradSchedule &sched) {
+    sched_ = sched;
+    tm_ = sched.m;
+    pos_ = sched.positions();
+    vf_ = sched.vf;
+    twMax_ = sched.twMax;
+    rowsPerChunk_ = sched.rowsPerChunk;
+    tPad_ = sched.tPad;
+    vK_ = sched.vK;
+    mK_ = sched.mK;
+    blockRows_ = sched.blockRows;
+    transposed_ = sched.transposed;
+    mrT_ = sched.mrT;
+    coPad_ = sched.coPad;
   }
 
-  // Floats per plane row, output rows per chunk and floats per output row.
-  int64_t pitch() const { return tm_ * twMax_ + 2; }
-  int64_t zRows() const { return tm_ * rowsPerChunk_; }
-  int64_t zPitch() const {
-    // Rows of untransposed outputs hold whole vectors of tiles.
-    return tm_ * (transposed_ ? twMax_ : (twMax_ + vf_ - 1) / vf_ * vf_);
-  }
-  int64_t planeSize() const { return (zRows() + 2) * pitch(); }
+  // The workgroup's extents of the root's loops co, oh and ow.
+  int64_t maxCo() const { return maxExtent(plan_.co); }
+  int64_t maxOh() const { return maxExtent(plan_.oh); }
+  int64_t maxOw() const { return maxExtent(plan_.ow); }
 
-  // Stack bytes of the scratch arrays emit() allocates.
-  int64_t stackBytes() const {
-    return 4 * (plan_.cin * planeSize() + wideLoad() + pos_ * vK_ + vf_ +
-                pos_ * mK_ + vf_ +
-                (transposed_ ? coPad_ : blockRows_) * zRows() * zPitch());
-  }
+  int64_t pitch() const { return sched_.pitch(); }
+  int64_t zRows() const { return sched_.zRows(); }
+  int64_t zPitch() const { return sched_.zPitch(); }
+  int64_t planeSize() const { return sched_.planeSize(); }
 
   absl::Status emit(llvm::ArrayRef<llvm::Value *> lo,
                     llvm::ArrayRef<llvm::Value *> hi) {
     const StructuredOp &op = root();
-    llvm::Value *u = transposed_ ? weightsTransposed() : weights();
+    llvm::Value *u = weights();
     auto scratch = [&](int64_t n, const char *name) {
       llvm::AllocaInst *a =
           b_.CreateAlloca(llvm::ArrayType::get(f32_, n), nullptr, name);
@@ -459,54 +372,14 @@ private:
     return status;
   }
 
-  // Row pitch of U^T: all output channels padded to whole panels, plus one
-  // panel so a tile's channel panels never read past a row.
-  int64_t uTPitch() const { return (plan_.cout + nr_ - 1) / nr_ * nr_ + nr_; }
+  // Row pitch of U^T (structured::scheduleWinograd).
+  int64_t uTPitch() const { return sched_.uPitch; }
 
-  // The transformed weights as U^T[k][ci][co] (rows of uTPitch(), zero
-  // padded), an internal constant of the module.
-  llvm::Value *weightsTransposed() {
-    unsigned tensor = root().inputs[plan_.gemm.a].tensor;
-    std::string name = "osprey_winograd_ut" + std::to_string(tensor);
-    if (llvm::GlobalVariable *g = m_.getNamedGlobal(name)) {
-      return g;
-    }
-    std::vector<float> u =
-        structured::winogradWeights(p_.program, root(), plan_);
-    int64_t ld = uTPitch();
-    std::vector<float> ut(size_t(pos_) * plan_.cin * ld, 0.0f);
-    for (int64_t k = 0; k < pos_; ++k) {
-      for (int64_t co = 0; co < plan_.cout; ++co) {
-        for (int64_t ci = 0; ci < plan_.cin; ++ci) {
-          ut[size_t((k * plan_.cin + ci) * ld + co)] =
-              u[size_t((k * plan_.cout + co) * plan_.cin + ci)];
-        }
-      }
-    }
-    return constantArray(name, ut);
-  }
-
-  llvm::Value *constantArray(const std::string &name,
-                             const std::vector<float> &values) {
-    llvm::Constant *data = llvm::ConstantDataArray::get(ctx_, values);
-    auto *g = new llvm::GlobalVariable(m_, data->getType(), /*isConstant=*/true,
-                                       llvm::GlobalValue::InternalLinkage, data,
-                                       name);
-    g->setAlignment(llvm::Align(64));
-    g->setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
-    return g;
-  }
-
-  // The transformed weights U[k][co][ci] as an internal constant of the
-  // module, one per weight tensor.
+  // The transformed weights (U[k][co][ci] or, transposed, U^T[k][ci][co]
+  // with rows of uTPitch() floats): the region's binding of the root's
+  // weights operand (structured::transformWinogradWeights).
   llvm::Value *weights() {
-    unsigned tensor = root().inputs[plan_.gemm.a].tensor;
-    std::string name = "osprey_winograd_u" + std::to_string(tensor);
-    if (llvm::GlobalVariable *g = m_.getNamedGlobal(name)) {
-      return g;
-    }
-    return constantArray(
-        name, structured::winogradWeights(p_.program, root(), plan_));
+    return hooks_.base(root().inputs[plan_.gemm.a].tensor);
   }
 
   // Copies rows [ih0, ih0 + nRows) of input channel |ci| into |plane|
@@ -570,7 +443,7 @@ private:
 
   // Floats a vector of tiles reads from one plane row: tm * vf + 2,
   // rounded up to whole vectors.
-  int64_t wideLoad() const { return (tm_ * vf_ + 2 + vf_ - 1) / vf_ * vf_; }
+  int64_t wideLoad() const { return sched_.wideLoad(); }
 
   // Lanes start, start + stride, ... of |wide| (vf_ of them).
   llvm::Value *lanes(llvm::Value *wide, int64_t start, int64_t stride) {
@@ -786,8 +659,9 @@ private:
     }
   }
 
-  const WinogradPlan &plan_;
+  WinogradPlan plan_;
   GemmKernelShape shape_;
+  structured::WinogradSchedule sched_;
   llvm::Type *f32_ = nullptr;
   int64_t nr_ = 0;
   // Widest row of tiles, tile rows per chunk and panel width (tiles of a
@@ -817,8 +691,17 @@ absl::StatusOr<bool> emitWinogradConv(const dispatch::DispatchProgram &program,
                                       llvm::ArrayRef<llvm::Value *> hi,
                                       const TileHooks &hooks) {
   const StructuredOp &root = program.program.ops[region.ops[0]];
-  if (!allF32(program, root)) {
+  if (!root.winograd) {
     return false;
+  }
+  // From here on the root reads transformed weights: no other emitter can
+  // compute it, so what does not fit is an internal error.
+  auto internal = [&](const std::string &what) {
+    return absl::InternalError("Winograd convolution '" + root.nodeName +
+                               "': " + what);
+  };
+  if (!allF32(program, root)) {
+    return internal("operands are not all f32");
   }
   llvm::StringRef features;
   if (auto *md = llvm::dyn_cast_or_null<llvm::MDString>(
@@ -828,24 +711,46 @@ absl::StatusOr<bool> emitWinogradConv(const dispatch::DispatchProgram &program,
   GemmKernelShape shape =
       gemmKernelShape(fn->getParent()->getTargetTriple(), features);
   if (shape.vectorWidth == 1) {
-    // Scalar FPUs (Cortex-M4F, RV32F): small stacks, and flash for the
-    // 16/9 larger weights.
-    return false;
+    return internal("the target has no vectors (the structured program was "
+                    "fused for another target)");
   }
-  std::optional<WinogradPlan> plan =
-      structured::planWinograd(program.program, root);
-  if (!plan) {
-    return false;
+  WinogradPlan plan = structured::winogradPlanOf(root);
+  WinogradEmitter emitter(program, region, builder, fn, plan, shape, hooks);
+  std::optional<structured::WinogradSchedule> sched =
+      structured::scheduleWinograd(plan, emitter.maxCo(), emitter.maxOh(),
+                                   emitter.maxOw(),
+                                   winogradFusionOptions(shape));
+  if (!sched || sched->transposed != root.winograd->transposed) {
+    return internal("the workgroup's schedule differs from the one the "
+                    "weights were transformed for");
   }
-  WinogradEmitter emitter(program, region, builder, fn, *plan, shape, hooks);
-  if (!emitter.size()) {
-    return false;
+  const structured::TensorInfo &u =
+      program.program.tensors[root.inputs[plan.gemm.a].tensor];
+  std::vector<int64_t> dims = {plan.positions(),
+                               sched->transposed ? plan.cin : plan.cout,
+                               sched->transposed ? sched->uPitch : plan.cin};
+  if (u.type.dims().vec() != dims) {
+    return internal("transformed weights of shape " + u.type.str() +
+                    " do not match the schedule");
   }
+  emitter.size(*sched);
   absl::Status status = emitter.emit(lo, hi);
   if (!status.ok()) {
     return status;
   }
   return true;
+}
+
+structured::FusionOptions winogradFusionOptions(const GemmKernelShape &shape) {
+  structured::FusionOptions options;
+  options.vectorWidth = shape.vectorWidth;
+  options.kernelRows = shape.mr;
+  options.kernelVectors = shape.nv;
+  return options;
+}
+
+structured::FusionOptions fusionOptionsFor(const CpuTarget &target) {
+  return winogradFusionOptions(gemmKernelShape(target.triple, target.features));
 }
 
 } // namespace osprey::compiler::llvm_cpu

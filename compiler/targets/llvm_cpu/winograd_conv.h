@@ -5,22 +5,27 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/dispatch/dispatch_ir.h"
+#include "compiler/structured/fusion.h"
+#include "compiler/targets/llvm_cpu/packed_gemm.h"
+#include "compiler/targets/llvm_cpu/target.h"
 #include "compiler/targets/llvm_cpu/tile_emitter.h"
 #include "llvm/IR/IRBuilder.h"
 
 namespace osprey::compiler::llvm_cpu {
 
-// If the target has vectors and the region's root has a
-// structured::WinogradPlan whose scratch fits the stack budget, emits the
-// workgroup's tile (loop ranges [lo[d], hi[d]) per root loop) at the
-// builder's insertion point inside |fn| and returns true: the input's
-// patches of each m x m output tile are transformed into (m + 2)^2
-// panels, that many matrix products with the compile-time transformed
-// weights (an internal constant of the module, "osprey_winograd_u*") run
-// through packedGemmKernel or packedGemmTransposedKernel, and the products
-// are transformed back into output rows that the epilogue applies the
-// region's fused ops to through |hooks|. Returns false, emitting nothing,
-// otherwise. Errors come from |hooks|.
+// If the region's root is a Winograd root (structured::WinogradRoot, set
+// by structured::transformWinogradWeights), emits the workgroup's tile
+// (loop ranges [lo[d], hi[d]) per root loop) at the builder's insertion
+// point inside |fn| and returns true: the input's patches of each m x m
+// output tile are transformed into (m + 2)^2 panels, that many matrix
+// products with the transformed weights (the region's binding of the
+// root's weights operand) run through packedGemmKernel or
+// packedGemmTransposedKernel, and the products are transformed back into
+// output rows that the epilogue applies the region's fused ops to through
+// |hooks|. Returns false, emitting nothing, for other roots. Errors:
+// INTERNAL when the root cannot be emitted as planned (a target without
+// vectors, or a schedule or weight shape other than the structured pass
+// chose: the program was fused with other FusionOptions); those of |hooks|.
 absl::StatusOr<bool> emitWinogradConv(const dispatch::DispatchProgram &program,
                                       const dispatch::DispatchRegion &region,
                                       llvm::IRBuilder<> &builder,
@@ -28,6 +33,12 @@ absl::StatusOr<bool> emitWinogradConv(const dispatch::DispatchProgram &program,
                                       llvm::ArrayRef<llvm::Value *> lo,
                                       llvm::ArrayRef<llvm::Value *> hi,
                                       const TileHooks &hooks);
+
+// The FusionOptions (microkernel shape) for a target with GEMM kernel
+// |shape|, and for |target|: what structured::fuseAndTile needs to make
+// Winograd decisions this code generator implements.
+structured::FusionOptions winogradFusionOptions(const GemmKernelShape &shape);
+structured::FusionOptions fusionOptionsFor(const CpuTarget &target);
 
 } // namespace osprey::compiler::llvm_cpu
 

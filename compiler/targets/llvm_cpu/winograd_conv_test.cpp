@@ -1,5 +1,6 @@
 // Runs 3x3 stride-1 convolutions with constant weights compiled through the
-// Winograd F(2x2, 3x3) and F(4x4, 3x3) paths (winograd_conv.h) on AVX-512
+// Winograd F(2x2, 3x3) and F(4x4, 3x3) paths (structured::
+// transformWinogradWeights, winograd_conv.h) on AVX-512
 // (host, when the CPU has it) and AVX2 (x86_64) against double-precision
 // references, with bias, ReLU and residual epilogues, odd maps (partial
 // tiles) and channel counts that are no multiple of a vector.
@@ -7,6 +8,9 @@
 #include <cmath>
 #include <string>
 
+#include "compiler/structured/structured_ir.h"
+#include "compiler/targets/llvm_cpu/library.h"
+#include "compiler/targets/llvm_cpu/target.h"
 #include "compiler/targets/llvm_cpu/testing/compiled_graph.h"
 #include "gtest/gtest.h"
 
@@ -98,9 +102,31 @@ std::vector<double> reference(const Case &t, const std::vector<float> &x,
   return y;
 }
 
+// The Winograd marker of the root of |c|'s region |r|, or null.
+const structured::WinogradRoot *winogradOf(const CompiledGraph &c,
+                                           size_t r = 0) {
+  const dispatch::DispatchProgram &p = c.program();
+  const structured::StructuredOp &root = p.program.ops[p.regions[r].ops[0]];
+  return root.winograd ? &*root.winograd : nullptr;
+}
+
+// Whether an op of |c| reads a tensor of shape |shape| (the 3x3 weights).
+bool readsShape(const CompiledGraph &c, const std::vector<int64_t> &shape) {
+  const structured::StructuredProgram &p = c.program().program;
+  for (const structured::StructuredOp &op : p.ops) {
+    for (const structured::OperandAccess &in : op.inputs) {
+      if (p.tensors[in.tensor].type.dims().vec() == shape) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 // Compiles |t| for |target| with the Winograd path for maps of any size,
-// checks that it generated the convolution (the transformed weights are
-// in the IR) and compares with the reference.
+// checks that it generated the convolution from transformed weights only
+// (the root is marked, reads a positions x channels constant, and nothing
+// reads the 3x3 weights) and compares with the reference.
 void check(const Case &t, const char *target,
            const std::string &epilogue = "relu", bool transposed = true,
            unsigned blockRows = 0, unsigned f4MinWidth = 28) {
@@ -127,8 +153,26 @@ void check(const Case &t, const char *target,
   absl::Status s = c.compile(graphText(t, epilogue, w, b), options);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(c.program().regions.size(), 1u) << "the epilogue is fused";
-  EXPECT_NE(c.ir().find("@osprey_winograd_u"), std::string::npos)
-      << "the Winograd path generated the convolution";
+  const structured::WinogradRoot *wino = winogradOf(c);
+  ASSERT_NE(wino, nullptr) << "the Winograd path generated the convolution";
+  int64_t m = std::min(t.oh(), t.ow()) >= int(f4MinWidth) ? 4 : 2;
+  EXPECT_EQ(wino->m, m);
+  const structured::StructuredProgram &p = c.program().program;
+  const structured::StructuredOp &root = p.ops[c.program().regions[0].ops[0]];
+  llvm::ArrayRef<int64_t> u =
+      p.tensors[root.inputs[wino->weights].tensor].type.dims();
+  ASSERT_EQ(u.size(), 3u);
+  EXPECT_EQ(u[0], (m + 2) * (m + 2));
+  EXPECT_EQ(u[1], wino->transposed ? t.ci : t.co);
+  if (wino->transposed) {
+    EXPECT_GT(u[2], t.co) << "rows of U^T are padded past the channels";
+  } else {
+    EXPECT_EQ(u[2], t.ci);
+  }
+  EXPECT_FALSE(readsShape(c, {t.co, t.ci, 3, 3}))
+      << "the 3x3 weights have no reader left";
+  EXPECT_EQ(c.ir().find("osprey_winograd_u"), std::string::npos)
+      << "no weights of the code generator's own";
   std::vector<float> got = c.run(inputs)[0];
   std::vector<double> magnitude;
   std::vector<double> want = reference(t, x, w, b, r, magnitude);
@@ -232,13 +276,118 @@ TEST(WinogradConvTest, OtherConvolutionsKeepThePackedPath) {
     std::vector<float> w(size_t(t.co) * t.ci * 9, 0.5f), b(t.co, 0.25f);
     absl::Status s = c.compile(graphText(t, "relu", w, b), options);
     EXPECT_TRUE(s.ok()) << s.message();
-    return c.ir().find("@osprey_winograd_u") != std::string::npos;
+    bool marked = winogradOf(c) != nullptr;
+    const structured::StructuredProgram &p = c.program().program;
+    bool transformed = false;
+    for (const structured::TensorInfo &tensor : p.tensors) {
+      transformed |= tensor.name.find("_wino") != std::string::npos;
+    }
+    EXPECT_EQ(marked, transformed)
+        << "transformed weights exist exactly for Winograd roots";
+    return marked;
   };
   EXPECT_TRUE(compile({32, 14, 14, 32, 1}, "x86_64", true));
   EXPECT_FALSE(compile({32, 14, 14, 32, 1}, "x86_64", false));
   EXPECT_FALSE(compile({32, 14, 14, 32, 1}, "armv7em", true));
   EXPECT_FALSE(compile({32, 14, 14, 16, 1}, "x86_64", true));
   EXPECT_FALSE(compile({16, 14, 14, 32, 1}, "x86_64", true));
+}
+
+// Weights that another convolution (stride 2: the packed path) also reads
+// stay for that reader; the Winograd one reads its transformed copy.
+TEST(WinogradConvTest, SharedWeightsStayForTheirOtherReader) {
+  Case t = {32, 14, 14, 40, 1};
+  auto x = randomData(size_t(t.ci) * t.h * t.w, 1);
+  auto w = randomData(size_t(t.co) * t.ci * 9, 2);
+  auto b = randomData(t.co, 3);
+  std::string y = dims({1, t.co, t.oh(), t.ow()});
+  std::string text = graphText(t, "relu", w, b);
+  text = text.substr(0, text.rfind("  return %y"));
+  text += "  %c2 = Conv(%x, %w, %b) {pads = [1, 1, 1, 1], strides = [2, "
+          "2]} : tensor<" +
+          dims({1, t.co, 7, 7}) + "xf32> loc(\"conv2\")\n  return %y, %c2\n}";
+  CompiledGraph c;
+  CompileOptions options;
+  options.target = "x86_64";
+  options.unsignedOptions = {{"osprey-winograd-min-pixels", 1},
+                             {"osprey-winograd-block-rows", 0},
+                             {"osprey-winograd-f4-min-width", 28}};
+  options.boolOptions = {{"osprey-winograd-transposed", true}};
+  absl::Status s = c.compile(text, options);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(c.program().regions.size(), 2u);
+  // The strided root reads the 3x3 weights (or the packed path's relayout
+  // of them, gemm_layout.cpp), not the transformed ones.
+  const dispatch::DispatchProgram &d = c.program();
+  int winograd = 0;
+  for (size_t r = 0; r < 2; ++r) {
+    const structured::StructuredOp &root = d.program.ops[d.regions[r].ops[0]];
+    bool wino = winogradOf(c, r) != nullptr;
+    winograd += wino;
+    for (const structured::OperandAccess &in : root.inputs) {
+      const structured::TensorInfo &tensor = d.program.tensors[in.tensor];
+      if (tensor.constant && tensor.type.numElements() >= t.co * t.ci * 9) {
+        EXPECT_EQ(tensor.name.find("_wino") != std::string::npos, wino)
+            << tensor.name;
+      }
+    }
+  }
+  EXPECT_EQ(winograd, 1);
+  std::vector<std::vector<float>> out = c.run({x});
+  ASSERT_EQ(out.size(), 2u);
+  std::vector<double> magnitude;
+  std::vector<double> want = reference(t, x, w, b, {}, magnitude);
+  ASSERT_EQ(out[0].size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_NEAR(out[0][i], want[i], 2e-6 * (1 + magnitude[i])) << i;
+  }
+  // The strided convolution: output (m, oh, ow) reads rows 2 oh - 1 + kh.
+  for (int m = 0; m < t.co; ++m) {
+    for (int oh = 0; oh < 7; ++oh) {
+      for (int ow = 0; ow < 7; ++ow) {
+        double acc = b[m], mag = std::fabs(b[m]);
+        for (int ci = 0; ci < t.ci; ++ci) {
+          for (int kh = 0; kh < 3; ++kh) {
+            for (int kw = 0; kw < 3; ++kw) {
+              int ih = 2 * oh - 1 + kh, iw = 2 * ow - 1 + kw;
+              if (ih < 0 || ih >= t.h || iw < 0 || iw >= t.w) {
+                continue;
+              }
+              double term = double(x[(size_t(ci) * t.h + ih) * t.w + iw]) *
+                            w[((size_t(m) * t.ci + ci) * 3 + kh) * 3 + kw];
+              acc += term;
+              mag += std::fabs(term);
+            }
+          }
+        }
+        size_t at = (size_t(m) * 7 + oh) * 7 + ow;
+        ASSERT_NEAR(out[1][at], acc, 2e-6 * (1 + mag)) << at;
+      }
+    }
+  }
+}
+
+// Scalar targets keep the 3x3 weights and the packed path: the Winograd
+// decision is made for the target at fusion, and a program fused for a
+// vector target cannot be built for a scalar one (INTERNAL, not a silent
+// wrong answer).
+TEST(WinogradConvTest, ProgramFusedForVectorsFailsOnScalarTarget) {
+  Case t = {32, 14, 14, 32, 1};
+  std::vector<float> w(size_t(t.co) * t.ci * 9, 0.5f), b(t.co, 0.25f);
+  std::string text = graphText(t, "relu", w, b);
+  auto d = testing::lowerGraphText(text, "wino",
+                                   structured::FusionOptions{16, 6, 2});
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  ASSERT_TRUE(d->program.ops[d->regions[0].ops[0]].winograd.has_value());
+  auto target = resolveCpuTarget("armv7em");
+  ASSERT_TRUE(target.ok());
+  LibraryOptions libraryOptions;
+  libraryOptions.name = "wino";
+  auto bytes = buildExecutableLibrary(*d, *target, libraryOptions);
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_EQ(bytes.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(bytes.status().message().find("Winograd"), std::string::npos)
+      << bytes.status().message();
 }
 
 } // namespace

@@ -11,6 +11,7 @@
 #include "compiler/structured/fusion.h"
 #include "compiler/structured/lower_graph.h"
 #include "compiler/targets/llvm_cpu/library.h"
+#include "compiler/targets/llvm_cpu/winograd_conv.h"
 #include "gtest/gtest.h"
 
 namespace osprey::compiler::llvm_cpu::testing {
@@ -18,7 +19,8 @@ namespace osprey::compiler::llvm_cpu::testing {
 using dispatch::BufferKind;
 
 absl::StatusOr<dispatch::DispatchProgram>
-lowerGraphText(llvm::StringRef text, llvm::StringRef sourceName) {
+lowerGraphText(llvm::StringRef text, llvm::StringRef sourceName,
+               const structured::FusionOptions &fusion) {
   auto graph = graph::parseGraph(text, sourceName);
   if (!graph.ok()) {
     return graph.status();
@@ -27,7 +29,7 @@ lowerGraphText(llvm::StringRef text, llvm::StringRef sourceName) {
   if (!program.ok()) {
     return program.status();
   }
-  if (absl::Status s = structured::fuseAndTile(*program); !s.ok()) {
+  if (absl::Status s = structured::fuseAndTile(*program, fusion); !s.ok()) {
     return s;
   }
   auto d = dispatch::formDispatchRegions(std::move(*program));
@@ -59,21 +61,23 @@ absl::Status setOptions(const std::vector<std::pair<std::string, T>> &values) {
 
 absl::Status CompiledGraph::compile(llvm::StringRef text,
                                     const CompileOptions &options) {
-  auto d = lowerGraphText(text, options.name);
-  if (!d.ok()) {
-    return d.status();
-  }
-  program_ = std::move(*d);
   auto target = resolveCpuTarget(options.target);
   if (!target.ok()) {
     return target.status();
   }
+  // Options first: fusion makes some of the code generator's decisions
+  // (Winograd convolutions) for the target.
   if (absl::Status s = setOptions(options.boolOptions); !s.ok()) {
     return s;
   }
   if (absl::Status s = setOptions(options.unsignedOptions); !s.ok()) {
     return s;
   }
+  auto d = lowerGraphText(text, options.name, fusionOptionsFor(*target));
+  if (!d.ok()) {
+    return d.status();
+  }
+  program_ = std::move(*d);
   LibraryOptions libraryOptions;
   libraryOptions.name = options.name;
   libraryOptions.llvmIr = &ir_;

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "compiler/dispatch/dispatch_ir.h"
+#include "compiler/structured/fusion.h"
 #include "hal/local/loaders/elf/elf_loader.h"
 #include "runtime/base/status.h"
 #include "llvm/ADT/StringRef.h"
@@ -20,11 +21,13 @@
 
 namespace osprey::compiler::llvm_cpu::testing {
 
-// Parses |text| and lowers it through lowerToStructured, fuseAndTile,
+// Parses |text| and lowers it through lowerToStructured, fuseAndTile (with
+// |fusion|: the default makes no target-dependent rewrites),
 // formDispatchRegions and planMemory. |sourceName| names the text in
 // diagnostics. Errors: those of the parser and of each pass.
 absl::StatusOr<dispatch::DispatchProgram>
-lowerGraphText(llvm::StringRef text, llvm::StringRef sourceName = "test");
+lowerGraphText(llvm::StringRef text, llvm::StringRef sourceName = "test",
+               const structured::FusionOptions &fusion = {});
 
 struct CompileOptions {
   // Target name for resolveCpuTarget ("host", "x86_64", "armv7em", ...).
