@@ -35,6 +35,20 @@ static cl::opt<bool>
 static cl::opt<bool> fuse("fuse",
                           cl::desc("Lower to structured ops and make fusion "
                                    "and tiling decisions"));
+// The target's matrix-product microkernel for fusion's target-dependent
+// decisions (structured::FusionOptions; the defaults are scalar code).
+static cl::opt<unsigned>
+    fuseVectorWidth("fuse-vector-width",
+                    cl::desc("f32 lanes per vector of the target (1: scalar)"),
+                    cl::init(1));
+static cl::opt<unsigned>
+    fuseKernelRows("fuse-kernel-rows",
+                   cl::desc("Rows per block of the target's GEMM kernel"),
+                   cl::init(1));
+static cl::opt<unsigned>
+    fuseKernelVectors("fuse-kernel-vectors",
+                      cl::desc("Vectors per row of the target's GEMM kernel"),
+                      cl::init(1));
 static cl::opt<bool>
     formDispatch("form-dispatch",
                  cl::desc("Lower, fuse and form dispatch regions; print the "
@@ -97,7 +111,12 @@ int main(int argc, char **argv) {
       return fail(program.status());
     }
     if (fuse || formDispatch || planMemoryFlag) {
-      if (absl::Status s = osprey::compiler::structured::fuseAndTile(*program);
+      osprey::compiler::structured::FusionOptions fusion;
+      fusion.vectorWidth = fuseVectorWidth;
+      fusion.kernelRows = fuseKernelRows;
+      fusion.kernelVectors = fuseKernelVectors;
+      if (absl::Status s =
+              osprey::compiler::structured::fuseAndTile(*program, fusion);
           !s.ok()) {
         return fail(s);
       }
