@@ -1006,8 +1006,9 @@ llvm::cl::opt<unsigned> prologueMinWidthOption(
 llvm::cl::opt<unsigned> prologueMinStridedWidthOption(
     "osprey-depthwise-prologue-min-strided-width",
     llvm::cl::desc("Narrowest input map of a strided depthwise convolution "
-                   "an expansion is fused into"),
-    llvm::cl::init(56), llvm::cl::Hidden);
+                   "an expansion is fused into (0: 28 on vector targets, 56 "
+                   "on scalar ones)"),
+    llvm::cl::init(0), llvm::cl::Hidden);
 llvm::cl::opt<unsigned> prologueMathMinWidthOption(
     "osprey-depthwise-prologue-math-min-width",
     llvm::cl::desc("Narrowest depthwise input map an expansion whose "
@@ -1042,7 +1043,8 @@ bool prologueKind(ScalarKind k) {
 
 // The group whose ops may run as the prologue of group |g|'s depthwise
 // root, or -1.
-int prologueGroup(const StructuredProgram &p, unsigned g) {
+int prologueGroup(const StructuredProgram &p, unsigned g,
+                  const FusionOptions &options) {
   const FusionGroup &group = p.groups[g];
   const StructuredOp &root = p.ops[group.root];
   std::optional<RowConvPlan> rc = planRowConv(p, root);
@@ -1204,17 +1206,20 @@ int prologueGroup(const StructuredProgram &p, unsigned g) {
   // -32%, 28-wide -20% (stride 1) and -13% (stride 2), but 14-wide +25%:
   // there the expanded map is small and stays in cache, where the matrix
   // product's microkernel beats the prologue's dot products. Strided ones
-  // need 56 columns: the decision cannot see the target, and on Cortex-M4
-  // (scalar code, no cache to spare) MobileNetV1-0.25's 48-wide stride-2
-  // block ran 0.45% more instructions fused, while on the host the 28-wide
-  // ones gain only about 0.3% of MobileNetV2.
+  // need 56 columns on scalar targets: on Cortex-M4 (no cache to spare)
+  // MobileNetV1-0.25's 48-wide stride-2 block ran 0.45% more instructions
+  // fused.
   // An activation with exp (EfficientNet's SiLU) runs in an extra pass over
   // each computed row: 112-wide -17%, 56-wide -5 to -7%, 28-wide +0-2%.
   bool strided = rc->rowStride > 1 || rc->colStride > 1;
+  int64_t minStridedWidth = prologueMinStridedWidthOption;
+  if (minStridedWidth == 0) {
+    minStridedWidth = options.vectorWidth > 1 ? 28 : 56;
+  }
   if (width <= 0 || tDims.back() % width != 0 ||
       k > int64_t(prologueMaxReductionOption) ||
       width < int64_t(prologueMinWidthOption) ||
-      (strided && width < int64_t(prologueMinStridedWidthOption)) ||
+      (strided && width < minStridedWidth) ||
       (math && width < int64_t(prologueMathMinWidthOption))) {
     return -1;
   }
@@ -1223,12 +1228,13 @@ int prologueGroup(const StructuredProgram &p, unsigned g) {
 
 // Moves the ops of each expansion group that qualifies (prologueGroup) into
 // the prologue of the depthwise group reading it and drops its group.
-void fuseDepthwisePrologues(StructuredProgram &p) {
+void fuseDepthwisePrologues(StructuredProgram &p,
+                            const FusionOptions &options) {
   if (!fuseDepthwisePrologueOption) {
     return;
   }
   for (unsigned g = 0; g < p.groups.size(); ++g) {
-    int e = prologueGroup(p, g);
+    int e = prologueGroup(p, g, options);
     if (e < 0) {
       continue;
     }
@@ -1332,7 +1338,7 @@ absl::Status fuseAndTile(StructuredProgram &p,
   for (FusionGroup &group : p.groups) {
     chooseTiles(p, p.ops[group.root], group);
   }
-  fuseDepthwisePrologues(p);
+  fuseDepthwisePrologues(p, options);
   transformWinogradWeights(p, options);
   relayoutGemmOperands(p);
   return absl::OkStatus();

@@ -14,6 +14,7 @@
 namespace osprey::compiler::llvm_cpu {
 namespace {
 
+using testing::CompileOptions;
 using testing::CompiledGraph;
 using testing::dims;
 using testing::randomData;
@@ -126,7 +127,7 @@ void check(const Case &t, const char *target, const Settings &settings = {}) {
   absl::Status s = c.compile(graphText(t), target);
   setOption("osprey-depthwise-prologue-min-width", 28);
   setOption("osprey-depthwise-prologue-math-min-width", 56);
-  setOption("osprey-depthwise-prologue-min-strided-width", 56);
+  setOption("osprey-depthwise-prologue-min-strided-width", 0);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(c.program().regions.size(), 1u)
       << "the expansion runs inside the depthwise region";
@@ -218,17 +219,22 @@ TEST(DepthwisePrologueTest, RowBlocksAndPartialBatchesMatchReference) {
 }
 
 // The decision's thresholds at their defaults: 28-wide maps fuse with
-// stride 1, strided ones from 56 columns, SiLU from 56; 14-wide maps do
-// not fuse.
+// stride 1, strided ones from 28 columns on vector targets and 56 on scalar
+// ones, SiLU from 56; 14-wide maps do not fuse.
 TEST(DepthwisePrologueTest, DefaultThresholds) {
-  auto regions = [](const Case &t) {
+  auto regions = [](const Case &t, const char *target = "host") {
+    CompileOptions options;
+    options.target = target;
+    options.load = llvm::StringRef(target) == "host";
     CompiledGraph c;
-    absl::Status s = c.compile(graphText(t), "host");
+    absl::Status s = c.compile(graphText(t), options);
     EXPECT_TRUE(s.ok()) << s.message();
     return c.program().regions.size();
   };
   EXPECT_EQ(regions({16, 28, 28, 24, 3, 1, 1}), 1u);
-  EXPECT_EQ(regions({16, 28, 28, 24, 3, 2, 1}), 2u);
+  EXPECT_EQ(regions({16, 28, 28, 24, 3, 2, 1}), 1u);
+  EXPECT_EQ(regions({16, 28, 28, 24, 3, 2, 1}, "armv7em"), 2u);
+  EXPECT_EQ(regions({16, 56, 56, 24, 3, 2, 1}, "armv7em"), 1u);
   EXPECT_EQ(regions({16, 56, 56, 24, 3, 2, 1}), 1u);
   EXPECT_EQ(regions({16, 14, 14, 24, 3, 1, 1}), 2u);
   EXPECT_EQ(regions({16, 56, 56, 24, 3, 2, 1, true}), 1u);
