@@ -157,6 +157,55 @@ TEST(GemmTransposedTest, Avx512MatchesReference) {
   checkConv({64, 7, 512, 3, 1, 1}, "host");
 }
 
+// AVX-512 tiles whose channels fit fewer 48-wide panels than 32-wide ones
+// run the 3-vector kernel, with 1- or 2-vector kernels for a narrower last
+// panel; 64 channels stay 2 x 32. AVX2 keeps 2 vectors.
+TEST(GemmTransposedTest, ChannelPanelWidths) {
+  struct WidthCase {
+    ConvCase conv;
+    const char *target;
+    std::vector<std::string> called, absent;
+  };
+  const WidthCase cases[] = {
+      // 96 channels: 2 x 48.
+      {{130, 7, 96, 1, 1, 0}, "host", {"osprey_gemmt_7x48_"},
+       {"osprey_gemmt_7x32_", "osprey_gemmt_7x16_"}},
+      // 80 channels: 48 + 32 (3x3, packed panel, 14x14 map).
+      {{16, 14, 80, 3, 1, 1}, "host",
+       {"osprey_gemmt_7x48_", "osprey_gemmt_7x32_"}, {}},
+      // 170 channels: 3 x 48 + 26 (2 vectors, 6 lanes unused); 6x6 map.
+      {{140, 6, 170, 1, 1, 0}, "host",
+       {"osprey_gemmt_6x48_", "osprey_gemmt_6x32_"}, {}},
+      // 100 channels, 5x5 map: 2 x 48 + 4 (one vector).
+      {{130, 5, 100, 1, 1, 0}, "host",
+       {"osprey_gemmt_5x48_", "osprey_gemmt_5x16_"}, {}},
+      // 64 channels: 2 x 32.
+      {{130, 7, 64, 1, 1, 0}, "host", {"osprey_gemmt_7x32_"},
+       {"osprey_gemmt_7x48_"}},
+      // AVX2: 16 channels per panel (no narrower last one), 5 pixels per
+      // block.
+      {{130, 7, 96, 1, 1, 0}, "x86_64", {"osprey_gemmt_5x16_"},
+       {"osprey_gemmt_5x8_", "osprey_gemmt_5x24_"}},
+  };
+  for (const WidthCase &w : cases) {
+    checkConv(w.conv, w.target);
+    CompiledGraph c;
+    CompileOptions options;
+    options.target = w.target;
+    auto wt = randomData(w.conv.co * w.conv.ci * w.conv.k * w.conv.k, 2);
+    auto b = randomData(w.conv.co, 3);
+    ASSERT_TRUE(c.compile(convGraph(w.conv, wt, b), options).ok());
+    for (const std::string &name : w.called) {
+      EXPECT_NE(c.ir().find("call fastcc void @" + name), std::string::npos)
+          << w.target << " co " << w.conv.co << ": " << name << " runs";
+    }
+    for (const std::string &name : w.absent) {
+      EXPECT_EQ(c.ir().find("@" + name), std::string::npos)
+          << w.target << " co " << w.conv.co << ": no " << name;
+    }
+  }
+}
+
 TEST(GemmTransposedTest, Avx2MatchesReference) {
   for (const ConvCase &t : kCases) {
     checkConv(t, "x86_64");

@@ -17,10 +17,11 @@
 // small pixel tiles get such a copy from structured::relayoutGemmOperands),
 // vector targets compute C^T instead, vectors along M: the kernel
 // broadcasts a block of mrT pixels from the panel (or, for a 1x1
-// convolution, from B itself: no packing) and loads NR channels of a row of
-// A, so 49 pixels are 7 blocks of 7 instead of 64 vector columns. Per chunk
-// of kc reduction steps, each NR-channel panel of A is read from memory
-// once and reused from L1 by every pixel block.
+// convolution, from B itself: no packing) and loads a panel of channels of
+// a row of A (2 or 3 vectors on AVX-512, see transposedVectors; 2 on AVX2),
+// so 49 pixels are 7 blocks of 7 instead of 64 vector columns. Per chunk of
+// kc reduction steps, each channel panel of A is read from memory once and
+// reused from L1 by every pixel block.
 #include "compiler/targets/llvm_cpu/packed_gemm.h"
 
 #include <algorithm>
@@ -45,6 +46,12 @@ static llvm::cl::opt<bool> columnPanelsOption(
     llvm::cl::desc("Vectorize matrix products along M when A is laid out "
                    "with M innermost (as on scalar targets when off)"),
     llvm::cl::init(true), llvm::cl::Hidden);
+
+static llvm::cl::opt<unsigned> transposedVectorsOption(
+    "osprey-gemmt-vectors",
+    llvm::cl::desc("Vectors of output channels per block of the transposed "
+                   "kernel on AVX-512 targets (1-3; 0: chosen per tile)"),
+    llvm::cl::init(0), llvm::cl::Hidden);
 
 using structured::GemmPlan;
 using structured::StructuredOp;
@@ -280,6 +287,8 @@ public:
     }
     chunks_ = (nMax + nr_ - 1) / nr_;
     nPad_ = chunks_ * nr_;
+    nvT_ = transposedVectors(mMax);
+    nrT_ = shape_.vectorWidth * nvT_;
     if (subLoop_ < 0 && columnPanelsOfA(mMax)) {
       // Pixel blocks of mrT_ rows with the least padding (ties: larger).
       int64_t best = std::numeric_limits<int64_t>::max();
@@ -291,10 +300,12 @@ public:
         }
       }
       nRowsT_ = (nMax + mrT_ - 1) / mrT_ * mrT_;
-      mPadT_ = (mMax + nr_ - 1) / nr_ * nr_;
-      // Half chunks: an NR x kc block of A (16 KiB) and the pixel columns
-      // the blocks broadcast from then share L1 (512-channel 3x3 7x7
-      // convolution 1.95 -> 1.84 ms against chunks of 256).
+      mPadT_ = (mMax + nrT_ - 1) / nrT_ * nrT_;
+      // Half chunks: an NR x kc block of A (16 KiB for 32 channels, 24 for
+      // 48) and the pixel columns the blocks broadcast from then share L1
+      // (512-channel 3x3 7x7 convolution 1.95 -> 1.84 ms against chunks of
+      // 256 with 32 channels; with 48, chunks of 96 or 64 were slower:
+      // 1.80-1.85 ms against 1.71-1.74).
       int64_t kc = std::min<int64_t>(kTransposedKc, k_);
       bool direct = bReadsInPlace();
       if (uint64_t((direct ? 0 : kc * nPad_) + nRowsT_ * mPadT_) * 4 <=
@@ -645,6 +656,30 @@ private:
     return packedGemmKernel(m_, shape_, nv, nPad_);
   }
 
+  // Vectors of output channels per transposed kernel block for M tiles of
+  // up to |mTile| channels. AVX-512 has registers for 7 pixels x 3 vectors
+  // (21 accumulators, 3 rows of A, a broadcast): each pixel broadcast then
+  // feeds 3 multiply-adds instead of 2 and the pixels are read once per 48
+  // channels instead of 32 (512-channel 3x3 7x7 convolution 1.78-1.87 ->
+  // 1.71-1.74 ms, 1x1 160 -> 960 on 7x7 121-125 -> 118-123 us). It is
+  // taken when it needs fewer channel panels than 32-wide ones: 64
+  // channels as 48 + 16 ran 5% slower than as 2 x 32 (the one-vector
+  // kernel broadcasts 7 pixels per 7 multiply-adds).
+  unsigned transposedVectors(int64_t mTile) const {
+    if (shape_.vectorWidth != 16) {
+      return shape_.nv;
+    }
+    if (transposedVectorsOption >= 1 && transposedVectorsOption <= 3) {
+      return transposedVectorsOption;
+    }
+    auto panels = [&](int64_t nr) { return (mTile + nr - 1) / nr; };
+    unsigned wide = shape_.nv + 1;
+    return panels(wide * shape_.vectorWidth) <
+                   panels(shape_.nv * shape_.vectorWidth)
+               ? wide
+               : shape_.nv;
+  }
+
   // Whether A can be read as column panels: its M axis is innermost with
   // unit stride and the panels of every M tile (whole NR-wide panels, or
   // one vector for a last panel no wider than that) stay inside the rows of
@@ -667,13 +702,12 @@ private:
       }
     }
     int64_t m = root().bounds[plan_.mLoop];
+    int64_t vw = shape_.vectorWidth;
     for (int64_t m0 = 0; m0 < m; m0 += mTile) {
       int64_t ext = std::min(mTile, m - m0);
-      int64_t full = ext / nr_ * nr_, rest = ext - full;
-      int64_t last = rest == 0                                ? 0
-                     : rest <= shape_.vectorWidth && shape_.nv > 1
-                         ? shape_.vectorWidth
-                         : nr_;
+      int64_t full = ext / nrT_ * nrT_, rest = ext - full;
+      // A last panel runs the kernel with just enough vectors.
+      int64_t last = (rest + vw - 1) / vw * vw;
       if (m0 + full + last > dims.back()) {
         return false;
       }
@@ -774,20 +808,18 @@ private:
       xBase = panel_;
       xStep = idx(nPad_);
     }
+    unsigned vw = shape_.vectorWidth;
     llvm::Value *panels =
-        b_.CreateUDiv(b_.CreateAdd(mExt, idx(nr_ - 1)), idx(nr_));
+        b_.CreateUDiv(b_.CreateAdd(mExt, idx(nrT_ - 1)), idx(nrT_));
     llvm::Value *blocks =
         b_.CreateUDiv(b_.CreateAdd(nTile, idx(mrT_ - 1)), idx(mrT_));
     llvm::Value *aRow0 = b_.CreateInBoundsGEP(
         f32, aBase, b_.CreateAdd(aOff, lo[plan_.mLoop]));
     loop(idx(0), panels, [&](llvm::Value *c) {
-      llvm::Value *cols = b_.CreateSub(mExt, b_.CreateMul(c, idx(nr_)));
-      llvm::Value *narrow =
-          shape_.nv > 1 ? b_.CreateICmpSLE(cols, idx(shape_.vectorWidth))
-                        : nullptr;
+      llvm::Value *cols = b_.CreateSub(mExt, b_.CreateMul(c, idx(nrT_)));
       llvm::Value *w =
-          b_.CreateInBoundsGEP(f32, aRow0, b_.CreateMul(c, idx(nr_)));
-      loop(idx(0), blocks, [&](llvm::Value *pb) {
+          b_.CreateInBoundsGEP(f32, aRow0, b_.CreateMul(c, idx(nrT_)));
+      auto blockAt = [&](llvm::Value *pb) {
         llvm::Value *p0 = b_.CreateMul(pb, idx(mrT_));
         llvm::Value *rows = b_.CreateSub(nTile, p0);
         rows = b_.CreateSelect(b_.CreateICmpSLT(rows, idx(mrT_)), rows,
@@ -796,7 +828,7 @@ private:
         llvm::Value *cp = b_.CreateInBoundsGEP(
             f32, accs_,
             b_.CreateAdd(b_.CreateMul(p0, idx(mPadT_)),
-                         b_.CreateMul(c, idx(nr_))));
+                         b_.CreateMul(c, idx(nrT_))));
         llvm::SmallVector<llvm::Value *, 8> args = {x, idx(1), xStep, rows,
                                                     w, cp, kc};
         auto call = [&](unsigned nv) {
@@ -804,25 +836,30 @@ private:
               packedGemmTransposedKernel(m_, shape_, mrT_, nv, aK, mPadT_),
               args);
         };
-        if (!narrow) {
-          call(shape_.nv);
+        if (nvT_ == 1) {
+          call(1);
           return;
         }
-        llvm::BasicBlock *wide =
-            llvm::BasicBlock::Create(ctx_, "gemmt_wide", fn_);
-        llvm::BasicBlock *thin =
-            llvm::BasicBlock::Create(ctx_, "gemmt_narrow", fn_);
+        // A last panel narrower than nrT_ runs the kernel with as many
+        // vectors as its channels need.
         llvm::BasicBlock *join =
             llvm::BasicBlock::Create(ctx_, "gemmt_join", fn_);
-        b_.CreateCondBr(narrow, thin, wide);
-        b_.SetInsertPoint(wide);
-        call(shape_.nv);
-        b_.CreateBr(join);
-        b_.SetInsertPoint(thin);
-        call(1);
+        for (unsigned nv = 1; nv < nvT_; ++nv) {
+          llvm::BasicBlock *thin =
+              llvm::BasicBlock::Create(ctx_, "gemmt_narrow", fn_);
+          llvm::BasicBlock *next =
+              llvm::BasicBlock::Create(ctx_, "gemmt_wide", fn_);
+          b_.CreateCondBr(b_.CreateICmpSLE(cols, idx(nv * vw)), thin, next);
+          b_.SetInsertPoint(thin);
+          call(nv);
+          b_.CreateBr(join);
+          b_.SetInsertPoint(next);
+        }
+        call(nvT_);
         b_.CreateBr(join);
         b_.SetInsertPoint(join);
-      });
+      };
+      loop(idx(0), blocks, blockAt);
     });
   }
 
@@ -853,6 +890,10 @@ private:
   // reduction stride bK_.
   bool transposed_ = false, directB_ = false;
   int64_t mrT_ = 0, nRowsT_ = 0, mPadT_ = 0, bK_ = 0;
+  // Vectors of output channels per kernel block of transposed tiles, and
+  // the channels they hold.
+  unsigned nvT_ = 0;
+  int64_t nrT_ = 0;
   // N loop run in sub-tiles of subSize_ when the tile's scratch is too big.
   int subLoop_ = -1;
   int64_t subSize_ = 0;
