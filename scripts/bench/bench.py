@@ -10,18 +10,24 @@ that process's ru_maxrss. Prints Markdown tables and, with --json, writes the ra
 Process CPU time per call (all threads of the process, median over the timed calls) is steadier
 than wall time on a shared machine: time spent waiting for a core does not count.
 
+With --rounds N every configuration of a model is measured N times, the configurations taking
+turns (sync, task x1, task x2, ORT 1T, ORT 2T, then again), so a machine whose speed drifts
+affects Osprey and ONNX Runtime alike. Each cell is then the median of the N per-round medians,
+and the ratio column the median of the per-round ratios of Osprey cpu-sync to ORT 1T.
+
 Models run in a fixed order: the reference set (mobilenet_v2, resnet18, efficientnet_b0,
 bert_mini), then MLPerf Tiny (ds_cnn, mobilenet_v1_025, resnet8, fc_autoencoder), then any
 other model named with --models. --models takes model names and the groups 'reference', 'tiny',
 'default' (both) and 'all' (every model export_models.py knows).
 
 Usage: bench.py --build DIR --models-dir DIR --ort-dir DIR [--models a,b] [--runs N]
-                [--export] [--json F]
+                [--rounds N] [--export] [--json F]
 """
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -144,17 +150,43 @@ def bench_model(args, runner, name):
         os.path.join(args.build, "bin", "osprey-compile"), f"{model}.onnx", "--target=host",
         "-o", module
     ])
-    for key, device, workers in OSPREY_CONFIGS:
-      row[key] = osprey_latency(args, runner, model, module, device, workers)
   except RuntimeError as e:
     row["error"] = " ".join(str(e).split())[:400]
-  for threads in ORT_THREADS:
-    try:
-      row[f"ort{threads}"] = ort_latency(args, runner, model, threads)
-    except RuntimeError as e:
-      row["ort_error"] = " ".join(str(e).split())[:400]
-      break
+  rounds = {}
+  for _ in range(args.rounds):
+    if "error" not in row:
+      try:
+        for key, device, workers in OSPREY_CONFIGS:
+          rounds.setdefault(key, []).append(
+              osprey_latency(args, runner, model, module, device, workers))
+      except RuntimeError as e:
+        row["error"] = " ".join(str(e).split())[:400]
+    if "ort_error" not in row:
+      for threads in ORT_THREADS:
+        try:
+          rounds.setdefault(f"ort{threads}", []).append(ort_latency(args, runner, model, threads))
+        except RuntimeError as e:
+          row["ort_error"] = " ".join(str(e).split())[:400]
+          break
+  for key, measured in rounds.items():
+    if len(measured) == args.rounds:
+      row[key] = combine_rounds(measured)
+  if "sync" in row and "ort1" in row:
+    row["sync_over_ort1"] = statistics.median(
+        s["ms"] / o["ms"] for s, o in zip(rounds["sync"], rounds["ort1"]))
   return row
+
+
+def combine_rounds(measured):
+  """One configuration's result over rounds: median latencies, largest peak RSS, and (with
+  several rounds) each round's wall-time median."""
+  cpu = [m["cpu_ms"] for m in measured if m.get("cpu_ms") is not None]
+  out = {"ms": statistics.median(m["ms"] for m in measured),
+         "cpu_ms": statistics.median(cpu) if cpu else None,
+         "rss_kb": max(m["rss_kb"] for m in measured)}
+  if len(measured) > 1:
+    out["rounds_ms"] = [m["ms"] for m in measured]
+  return out
 
 
 def _fmt_ms(value):
@@ -174,15 +206,16 @@ def _mib(kb, minus=0):
 def print_tables(results, header, node_rss):
   print(header + "\n")
   print("| Model | compile s | Osprey sync ms | task×1 ms | task×2 ms | ORT 1T ms | ORT 2T ms "
-        "| Osprey sync RSS MiB | ORT 1T RSS MiB (net of node) |")
-  print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        "| sync / ORT 1T | Osprey sync RSS MiB | ORT 1T RSS MiB (net of node) |")
+  print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
   for row in results:
     compile_s = f"{row['compile_s']:.2f}" if "compile_s" in row else "—"
     sync_rss = _mib(row["sync"]["rss_kb"]) if "sync" in row else "—"
     ort_rss = (f"{_mib(row['ort1']['rss_kb'])} ({_mib(row['ort1']['rss_kb'], node_rss)})"
                if "ort1" in row else "—")
+    ratio = f"{row['sync_over_ort1']:.2f}" if "sync_over_ort1" in row else "—"
     print(f"| {row['model']} | {compile_s} | {_cell(row, 'sync')} | {_cell(row, 'task1')} | "
-          f"{_cell(row, 'task2')} | {_cell(row, 'ort1')} | {_cell(row, 'ort2')} | "
+          f"{_cell(row, 'task2')} | {_cell(row, 'ort1')} | {_cell(row, 'ort2')} | {ratio} | "
           f"{sync_rss} | {ort_rss} |")
   print("\nProcess CPU time (all threads): osprey-compile in s, per call in ms (median of the "
         "timed calls):\n")
@@ -207,12 +240,16 @@ def main():
   parser.add_argument("--models", default="default",
                       help="comma-separated model names or groups (reference, tiny, default, all)")
   parser.add_argument("--runs", type=int, default=25, help="timed runs per configuration")
+  parser.add_argument("--rounds", type=int, default=1,
+                      help="times each configuration is measured, configurations taking turns")
   parser.add_argument("--export", action="store_true",
                       help="export the selected models first (cached: export_models.py --cached)")
   parser.add_argument("--json", help="write raw results here")
   args = parser.parse_args()
   if args.runs < 1:
     parser.error("--runs must be at least 1")
+  if args.rounds < 1:
+    parser.error("--rounds must be at least 1")
   try:
     names = select_models(args.models, known_models())
   except ValueError as e:
@@ -241,13 +278,15 @@ def main():
     load_after = f.read().split()[:3]
   header = (f"ONNX Runtime {ort_version} (node baseline RSS {node_rss / 1024:.1f} MiB, "
             f"subtracted in 'net of node'); load average before {' '.join(load_before)}, "
-            f"after {' '.join(load_after)}; median of {args.runs} runs")
+            f"after {' '.join(load_after)}; median of {args.runs} runs"
+            + (f", median of {args.rounds} interleaved rounds" if args.rounds > 1 else ""))
   print()
   print_tables(results, header, node_rss)
   if args.json:
     with open(args.json, "w") as f:
       json.dump({"ort_version": ort_version, "node_baseline_rss_kb": node_rss,
                  "load_before": load_before, "load_after": load_after, "runs": args.runs,
+                 "rounds": args.rounds,
                  "results": results}, f, indent=1)
   return 0
 

@@ -12,12 +12,16 @@
 #                        mobilenet_v2, resnet18, efficientnet_b0, bert_mini,
 #                        then MLPerf Tiny)
 #   OSPREY_BENCH_RUNS    timed runs per configuration (default: 25)
+#   OSPREY_BENCH_ROUNDS  times each configuration is measured, taking turns
+#                        with the others, so speed drift of the machine hits
+#                        Osprey and ONNX Runtime alike (default: 3)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build_dir="${OSPREY_BUILD_DIR:-$root/build}"
 models="${OSPREY_BENCH_MODELS:-default}"
 runs="${OSPREY_BENCH_RUNS:-25}"
+rounds="${OSPREY_BENCH_ROUNDS:-3}"
 cache="$build_dir/bench"
 ort_version=1.30.0
 
@@ -43,4 +47,4 @@ fi
 echo "uptime: $(uptime)"
 /usr/bin/python3 "$root/scripts/bench/bench.py" --build "$build_dir" --export \
   --models-dir "$cache/models" --ort-dir "$cache/ort" --models "$models" --runs "$runs" \
-  --json "$cache/results.json"
+  --rounds "$rounds" --json "$cache/results.json"
