@@ -99,6 +99,23 @@ absl::StatusOr<DispatchRegion> buildRegion(DispatchProgram &d,
   r.prologue = group.prologue;
   std::set<unsigned> produced;
   std::vector<Binding> writes;
+  // A value the region reads from outside: a constant or a read binding,
+  // each listed once.
+  auto addRead = [&](unsigned tensor) {
+    if (d.buffers[d.storageOf(tensor)].kind == BufferKind::Constant) {
+      if (std::find(r.constants.begin(), r.constants.end(), tensor) ==
+          r.constants.end()) {
+        r.constants.push_back(tensor);
+      }
+      return;
+    }
+    for (const Binding &b : r.bindings) {
+      if (b.tensor == tensor) {
+        return;
+      }
+    }
+    r.bindings.push_back({tensor, false});
+  };
   // Prologue ops run inside the root's reads: their operands are the
   // region's, their values (read by nothing else) are never stored.
   std::set<unsigned> prologueValues;
@@ -108,20 +125,7 @@ absl::StatusOr<DispatchRegion> buildRegion(DispatchProgram &d,
       if (prologueValues.count(in.tensor)) {
         continue;
       }
-      if (d.buffers[d.storageOf(in.tensor)].kind == BufferKind::Constant) {
-        if (std::find(r.constants.begin(), r.constants.end(), in.tensor) ==
-            r.constants.end()) {
-          r.constants.push_back(in.tensor);
-        }
-        continue;
-      }
-      bool seen = false;
-      for (const Binding &b : r.bindings) {
-        seen |= b.tensor == in.tensor;
-      }
-      if (!seen) {
-        r.bindings.push_back({in.tensor, false});
-      }
+      addRead(in.tensor);
     }
     prologueValues.insert(op.output.tensor);
     if (d.buffers[op.output.tensor].kind != BufferKind::Transient) {
@@ -144,20 +148,7 @@ absl::StatusOr<DispatchRegion> buildRegion(DispatchProgram &d,
         }
         continue;
       }
-      if (d.buffers[d.storageOf(in.tensor)].kind == BufferKind::Constant) {
-        if (std::find(r.constants.begin(), r.constants.end(), in.tensor) ==
-            r.constants.end()) {
-          r.constants.push_back(in.tensor);
-        }
-        continue;
-      }
-      bool seen = false;
-      for (const Binding &b : r.bindings) {
-        seen |= b.tensor == in.tensor;
-      }
-      if (!seen) {
-        r.bindings.push_back({in.tensor, false});
-      }
+      addRead(in.tensor);
     }
     produced.insert(op.output.tensor);
     // The last value is the region's result. Another value stays inside

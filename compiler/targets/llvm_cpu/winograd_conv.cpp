@@ -233,16 +233,7 @@ public:
                 idx(0), owExt,
                 [&](llvm::Value *ox) {
                   ivs_[plan_.ow] = b_.CreateAdd(owLo, ox);
-                  llvm::Value *v = b_.CreateAlignedLoad(
-                      f32_,
-                      b_.CreateInBoundsGEP(f32_, rows, b_.CreateAdd(zRow, ox)),
-                      llvm::Align(4));
-                  if (*op.init != 0.0) {
-                    v = b_.CreateFAdd(v, llvm::ConstantFP::get(f32_, *op.init));
-                  }
-                  if (status.ok()) {
-                    status = hooks_.finish(v, ivs_);
-                  }
+                  finishSum(rows, b_.CreateAdd(zRow, ox), status);
                 },
                 LoopHint::kNoInterleave);
           });
@@ -270,7 +261,6 @@ private:
                               llvm::Value *mExt, llvm::Value *ths,
                               llvm::Value *tw, llvm::Value *tiles,
                               llvm::Value *orow0, int64_t zPitch) {
-    const StructuredOp &op = root();
     loop(idx(0), idx(pos_ * mK_), [&](llvm::Value *i) {
       b_.CreateStore(llvm::ConstantFP::get(f32_, 0.0),
                      b_.CreateInBoundsGEP(f32_, prods, i));
@@ -352,16 +342,11 @@ private:
             idx(0), owExt,
             [&](llvm::Value *ox) {
               ivs_[plan_.ow] = b_.CreateAdd(lo[plan_.ow], ox);
-              llvm::Value *at = b_.CreateAdd(
-                  b_.CreateMul(b_.CreateAdd(zRow, ox), idx(coPad_)), c);
-              llvm::Value *v = b_.CreateAlignedLoad(
-                  f32_, b_.CreateInBoundsGEP(f32_, rows, at), llvm::Align(4));
-              if (*op.init != 0.0) {
-                v = b_.CreateFAdd(v, llvm::ConstantFP::get(f32_, *op.init));
-              }
-              if (status.ok()) {
-                status = hooks_.finish(v, ivs_);
-              }
+              finishSum(rows,
+                        b_.CreateAdd(
+                            b_.CreateMul(b_.CreateAdd(zRow, ox), idx(coPad_)),
+                            c),
+                        status);
             },
             LoopHint::kNoInterleave);
       });
@@ -370,6 +355,19 @@ private:
     ivs_[plan_.oh] = lo[plan_.oh];
     ivs_[plan_.ow] = lo[plan_.ow];
     return status;
+  }
+
+  // The output at ivs_ from its sum at |rows|[|at|]: the root's init, then
+  // the region's epilogue (the first error is kept in |status|).
+  void finishSum(llvm::Value *rows, llvm::Value *at, absl::Status &status) {
+    llvm::Value *v = b_.CreateAlignedLoad(
+        f32_, b_.CreateInBoundsGEP(f32_, rows, at), llvm::Align(4));
+    if (*root().init != 0.0) {
+      v = b_.CreateFAdd(v, llvm::ConstantFP::get(f32_, *root().init));
+    }
+    if (status.ok()) {
+      status = hooks_.finish(v, ivs_);
+    }
   }
 
   // Row pitch of U^T (structured::scheduleWinograd).
