@@ -682,25 +682,18 @@ private:
         }
         llvm::Value *dst =
             sw_ == 1 ? planeAt(rph, rowOff) : static_cast<llvm::Value *>(row_);
-        llvm::BasicBlock *copyBlock =
-            llvm::BasicBlock::Create(ctx_, "dw_copy", fn_);
-        llvm::BasicBlock *padBlock =
-            llvm::BasicBlock::Create(ctx_, "dw_pad_row", fn_);
-        llvm::BasicBlock *done = llvm::BasicBlock::Create(ctx_, "dw_row", fn_);
-        b_.CreateCondBr(ok, copyBlock, padBlock);
-        b_.SetInsertPoint(copyBlock);
-        fillScalars(dst, idx(0), c0, pad);
-        copySpan(
-            dst, c0,
-            b_.CreateGEP(f32_, src,
-                         b_.CreateMul(inRow, idx(strides[plan_.rowResult]))),
-            c0, b_.CreateSub(c1, c0));
-        fillScalars(dst, c1, idx(len), pad);
-        b_.CreateBr(done);
-        b_.SetInsertPoint(padBlock);
-        fillVectors(dst, idx(len), pad);
-        b_.CreateBr(done);
-        b_.SetInsertPoint(done);
+        ifElse(
+            ok, "dw_copy",
+            [&] {
+              fillScalars(dst, idx(0), c0, pad);
+              copySpan(dst, c0,
+                       b_.CreateGEP(f32_, src,
+                                    b_.CreateMul(
+                                        inRow, idx(strides[plan_.rowResult]))),
+                       c0, b_.CreateSub(c1, c0));
+              fillScalars(dst, c1, idx(len), pad);
+            },
+            "dw_pad_row", [&] { fillVectors(dst, idx(len), pad); }, "dw_row");
         if (sw_ > 1) {
           splitPhases(rph, rowOff);
         }
@@ -1124,217 +1117,215 @@ private:
           planeBase_ = planes[j];
           dst[j] = sw_ == 1 ? planeAt(rph, rowOff) : rows[j];
         }
-        llvm::BasicBlock *computeBlock =
-            llvm::BasicBlock::Create(ctx_, "dw_prologue_row", fn_);
-        llvm::BasicBlock *padBlock =
-            llvm::BasicBlock::Create(ctx_, "dw_pad_row", fn_);
-        llvm::BasicBlock *done = llvm::BasicBlock::Create(ctx_, "dw_row", fn_);
-        b_.CreateCondBr(ok, computeBlock, padBlock);
-        b_.SetInsertPoint(computeBlock);
-        // The expansion's plane indices at column c0 of the row.
-        llvm::Value *linear = b_.CreateAdd(
-            b_.CreateAdd(b_.CreateMul(inRow, idx(width)), colBase), c0);
-        llvm::Value *bOff = idx(bConst_);
-        for (unsigned k = eRank_; k-- > eSplit_;) {
-          llvm::Value *v = b_.CreateURem(linear, idx(eDims_[k]));
-          linear = b_.CreateUDiv(linear, idx(eDims_[k]));
-          if (bCoef_[k] != 0) {
-            bOff = b_.CreateAdd(bOff, b_.CreateMul(v, idx(bCoef_[k])));
+        // Rows inside the input are computed, rows in the padding filled.
+        auto computeRow = [&] {
+          // The expansion's plane indices at column c0 of the row.
+          llvm::Value *linear = b_.CreateAdd(
+              b_.CreateAdd(b_.CreateMul(inRow, idx(width)), colBase), c0);
+          llvm::Value *bOff = idx(bConst_);
+          for (unsigned k = eRank_; k-- > eSplit_;) {
+            llvm::Value *v = b_.CreateURem(linear, idx(eDims_[k]));
+            linear = b_.CreateUDiv(linear, idx(eDims_[k]));
+            if (bCoef_[k] != 0) {
+              bOff = b_.CreateAdd(bOff, b_.CreateMul(v, idx(bCoef_[k])));
+            }
           }
-        }
-        llvm::Value *bPtr = b_.CreateGEP(f32_, bBase, bOff);
-        llvm::Value *count = b_.CreateSub(c1, c0);
-        // |xs| vectors at column c0 + x (masked by |mask| if set).
-        // (The last vector masked by |mask| if set.)
-        auto dots = [&](llvm::Value *x, int64_t xs, llvm::Value *mask) {
-          std::vector<std::vector<llvm::Value *>> acc(
-              xs, std::vector<llvm::Value *>(g, nullptr));
-          if (aStep_ != 0) {
-            // The reduction as a loop: weights loaded per step (a
-            // broadcast feeding |xs| FMAs) rather than hoisted out of the
-            // row loop, where g * K of them spilled and were reloaded
-            // for every FMA. The accumulators live in |accs| (promoted to
-            // registers).
-            if (!accs_) {
-              llvm::BasicBlock &entry = fn_->getEntryBlock();
-              llvm::IRBuilder<> eb(&entry, entry.begin());
-              accs_ = eb.CreateAlloca(llvm::ArrayType::get(vecTy_, 3 * g),
-                                      nullptr, "dw_prologue_acc");
-            }
-            auto slot = [&](int64_t u, int64_t j) {
-              return b_.CreateConstInBoundsGEP2_32(accs_->getAllocatedType(),
-                                                   accs_, 0, u * g + j);
-            };
-            llvm::Value *zero = llvm::Constant::getNullValue(vecTy_);
-            for (int64_t u = 0; u < xs; ++u) {
-              for (int64_t j = 0; j < g; ++j) {
-                b_.CreateStore(zero, slot(u, j));
+          llvm::Value *bPtr = b_.CreateGEP(f32_, bBase, bOff);
+          llvm::Value *count = b_.CreateSub(c1, c0);
+          // |xs| vectors at column c0 + x (masked by |mask| if set).
+          // (The last vector masked by |mask| if set.)
+          auto dots = [&](llvm::Value *x, int64_t xs, llvm::Value *mask) {
+            std::vector<std::vector<llvm::Value *>> acc(
+                xs, std::vector<llvm::Value *>(g, nullptr));
+            if (aStep_ != 0) {
+              // The reduction as a loop: weights loaded per step (a
+              // broadcast feeding |xs| FMAs) rather than hoisted out of the
+              // row loop, where g * K of them spilled and were reloaded
+              // for every FMA. The accumulators live in |accs| (promoted to
+              // registers).
+              if (!accs_) {
+                llvm::BasicBlock &entry = fn_->getEntryBlock();
+                llvm::IRBuilder<> eb(&entry, entry.begin());
+                accs_ = eb.CreateAlloca(llvm::ArrayType::get(vecTy_, 3 * g),
+                                        nullptr, "dw_prologue_acc");
               }
-            }
-            loop(
-                idx(0), idx(int64_t(bSteps_.size())),
-                [&](llvm::Value *k) {
-                  std::vector<llvm::Value *> v(xs);
-                  llvm::Value *row = b_.CreateMul(k, idx(bStep_));
-                  for (int64_t u = 0; u < xs; ++u) {
-                    llvm::Value *ptr = b_.CreateGEP(
-                        f32_, bPtr,
-                        b_.CreateAdd(b_.CreateAdd(x, row),
-                                     idx(u * int64_t(vw_))));
-                    llvm::Value *m = u + 1 == xs ? mask : nullptr;
-                    v[u] = m ? static_cast<llvm::Value *>(
-                                   b_.CreateMaskedLoad(vecTy_, ptr,
-                                                       llvm::Align(4), m))
-                                : b_.CreateAlignedLoad(vecTy_, ptr,
-                                                       llvm::Align(4));
-                  }
-                  for (int64_t j = 0; j < g; ++j) {
-                    llvm::Value *w = splat(b_.CreateAlignedLoad(
-                        f32_, at(aPtrs[j], b_.CreateMul(k, idx(aStep_))),
-                        llvm::Align(4)));
+              auto slot = [&](int64_t u, int64_t j) {
+                return b_.CreateConstInBoundsGEP2_32(accs_->getAllocatedType(),
+                                                     accs_, 0, u * g + j);
+              };
+              llvm::Value *zero = llvm::Constant::getNullValue(vecTy_);
+              for (int64_t u = 0; u < xs; ++u) {
+                for (int64_t j = 0; j < g; ++j) {
+                  b_.CreateStore(zero, slot(u, j));
+                }
+              }
+              loop(
+                  idx(0), idx(int64_t(bSteps_.size())),
+                  [&](llvm::Value *k) {
+                    std::vector<llvm::Value *> v(xs);
+                    llvm::Value *row = b_.CreateMul(k, idx(bStep_));
                     for (int64_t u = 0; u < xs; ++u) {
-                      llvm::Value *a = b_.CreateLoad(vecTy_, slot(u, j));
-                      b_.CreateStore(
-                          b_.CreateIntrinsic(llvm::Intrinsic::fmuladd,
-                                             {vecTy_}, {v[u], w, a}),
-                          slot(u, j));
+                      llvm::Value *ptr = b_.CreateGEP(
+                          f32_, bPtr,
+                          b_.CreateAdd(b_.CreateAdd(x, row),
+                                       idx(u * int64_t(vw_))));
+                      llvm::Value *m = u + 1 == xs ? mask : nullptr;
+                      v[u] = m ? static_cast<llvm::Value *>(
+                                     b_.CreateMaskedLoad(vecTy_, ptr,
+                                                         llvm::Align(4), m))
+                                  : b_.CreateAlignedLoad(vecTy_, ptr,
+                                                         llvm::Align(4));
                     }
-                  }
-                },
-                LoopHint::kNoVectorize);
+                    for (int64_t j = 0; j < g; ++j) {
+                      llvm::Value *w = splat(b_.CreateAlignedLoad(
+                          f32_, at(aPtrs[j], b_.CreateMul(k, idx(aStep_))),
+                          llvm::Align(4)));
+                      for (int64_t u = 0; u < xs; ++u) {
+                        llvm::Value *a = b_.CreateLoad(vecTy_, slot(u, j));
+                        b_.CreateStore(
+                            b_.CreateIntrinsic(llvm::Intrinsic::fmuladd,
+                                               {vecTy_}, {v[u], w, a}),
+                            slot(u, j));
+                      }
+                    }
+                  },
+                  LoopHint::kNoVectorize);
+              for (int64_t u = 0; u < xs; ++u) {
+                for (int64_t j = 0; j < g; ++j) {
+                  acc[u][j] = b_.CreateLoad(vecTy_, slot(u, j));
+                }
+              }
+            }
+            for (size_t k = 0; k < bSteps_.size() && aStep_ == 0; ++k) {
+              for (int64_t u = 0; u < xs; ++u) {
+                llvm::Value *ptr = b_.CreateGEP(
+                    f32_, bPtr,
+                    b_.CreateAdd(x, idx(bSteps_[k] + u * int64_t(vw_))));
+                llvm::Value *m = u + 1 == xs ? mask : nullptr;
+                llvm::Value *v =
+                    m ? static_cast<llvm::Value *>(b_.CreateMaskedLoad(
+                            vecTy_, ptr, llvm::Align(4), m))
+                         : b_.CreateAlignedLoad(vecTy_, ptr, llvm::Align(4));
+                for (int64_t j = 0; j < g; ++j) {
+                  llvm::Value *&a = acc[u][j];
+                  a = a ? b_.CreateIntrinsic(llvm::Intrinsic::fmuladd,
+                                             {vecTy_}, {v, weights[j][k], a})
+                        : b_.CreateFMul(v, weights[j][k]);
+                }
+              }
+            }
             for (int64_t u = 0; u < xs; ++u) {
               for (int64_t j = 0; j < g; ++j) {
-                acc[u][j] = b_.CreateLoad(vecTy_, slot(u, j));
+                llvm::Value *v =
+                    mathEpilogue_
+                        ? acc[u][j]
+                        : prologueEpilogue(acc[u][j], vecTy_, loaded[j]);
+                llvm::Value *ptr =
+                    at(dst[j], b_.CreateAdd(b_.CreateAdd(c0, x),
+                                            idx(u * int64_t(vw_))));
+                if (mask && u + 1 == xs) {
+                  b_.CreateMaskedStore(v, ptr, llvm::Align(4), mask);
+                } else {
+                  b_.CreateAlignedStore(v, ptr, llvm::Align(4));
+                }
               }
             }
+          };
+          // Pairs of vectors, then (vector targets) a rest of one to three
+          // vectors, so rows of an odd number of vectors (112: 7) end in a
+          // triple rather than a single vector whose loads feed half as
+          // many FMAs.
+          int64_t pair = 2 * vw_;
+          llvm::Value *pairs =
+              b_.CreateMul(b_.CreateUDiv(count, idx(pair)), idx(pair));
+          if (vw_ > 1) {
+            llvm::Value *over = b_.CreateSub(count, idx(3 * vw_));
+            pairs = b_.CreateSelect(
+                b_.CreateICmpSGT(over, idx(0)),
+                b_.CreateMul(ceilDiv(over, pair), idx(pair)), idx(0));
           }
-          for (size_t k = 0; k < bSteps_.size() && aStep_ == 0; ++k) {
-            for (int64_t u = 0; u < xs; ++u) {
-              llvm::Value *ptr = b_.CreateGEP(
-                  f32_, bPtr,
-                  b_.CreateAdd(x, idx(bSteps_[k] + u * int64_t(vw_))));
-              llvm::Value *m = u + 1 == xs ? mask : nullptr;
-              llvm::Value *v =
-                  m ? static_cast<llvm::Value *>(b_.CreateMaskedLoad(
-                          vecTy_, ptr, llvm::Align(4), m))
-                       : b_.CreateAlignedLoad(vecTy_, ptr, llvm::Align(4));
-              for (int64_t j = 0; j < g; ++j) {
-                llvm::Value *&a = acc[u][j];
-                a = a ? b_.CreateIntrinsic(llvm::Intrinsic::fmuladd,
-                                           {vecTy_}, {v, weights[j][k], a})
-                      : b_.CreateFMul(v, weights[j][k]);
-              }
+          stepLoop(idx(0), pairs, pair, LoopHint::kNoVectorize,
+                   [&](llvm::Value *x) { dots(x, 2, nullptr); });
+          if (vw_ == 1) {
+            stepLoop(pairs, count, 1, LoopHint::kNoVectorize,
+                     [&](llvm::Value *x) { dots(x, 1, nullptr); });
+          } else {
+            // The rest of the row (up to three vectors) as a triple or a pair
+            // with its last vector masked, one vector, or one masked vector.
+            llvm::Value *rem =
+                b_.CreateTrunc(b_.CreateSub(count, pairs), b_.getInt32Ty());
+            std::vector<llvm::Constant *> steps;
+            for (unsigned i = 0; i < vw_; ++i) {
+              steps.push_back(b_.getInt32(i));
             }
+            auto lanesBelow = [&](llvm::Value *n) {
+              return b_.CreateICmpSLT(llvm::ConstantVector::get(steps),
+                                      b_.CreateVectorSplat(vw_, n));
+            };
+            llvm::Value *w = b_.getInt32(vw_);
+            llvm::Value *w2 = b_.getInt32(2 * vw_);
+            llvm::BasicBlock *three =
+                llvm::BasicBlock::Create(ctx_, "dw_prologue_three", fn_);
+            llvm::BasicBlock *notThree =
+                llvm::BasicBlock::Create(ctx_, "dw_prologue_pair", fn_);
+            b_.CreateCondBr(b_.CreateICmpSGT(rem, w2), three, notThree);
+            b_.SetInsertPoint(three);
+            llvm::BasicBlock *rest =
+                llvm::BasicBlock::Create(ctx_, "dw_prologue_rest", fn_);
+            dots(pairs, 3, lanesBelow(b_.CreateSub(rem, w2)));
+            b_.CreateBr(rest);
+            b_.SetInsertPoint(notThree);
+            llvm::BasicBlock *two =
+                llvm::BasicBlock::Create(ctx_, "dw_prologue_two", fn_);
+            llvm::BasicBlock *notTwo =
+                llvm::BasicBlock::Create(ctx_, "dw_prologue_short", fn_);
+            llvm::BasicBlock *one =
+                llvm::BasicBlock::Create(ctx_, "dw_prologue_one", fn_);
+            llvm::BasicBlock *part =
+                llvm::BasicBlock::Create(ctx_, "dw_prologue_part", fn_);
+            b_.CreateCondBr(b_.CreateICmpSGT(rem, w), two, notTwo);
+            b_.SetInsertPoint(two);
+            dots(pairs, 2, lanesBelow(b_.CreateSub(rem, w)));
+            b_.CreateBr(rest);
+            b_.SetInsertPoint(notTwo);
+            llvm::BasicBlock *check =
+                llvm::BasicBlock::Create(ctx_, "dw_prologue_check", fn_);
+            b_.CreateCondBr(b_.CreateICmpEQ(rem, w), one, check);
+            b_.SetInsertPoint(one);
+            dots(pairs, 1, nullptr);
+            b_.CreateBr(rest);
+            b_.SetInsertPoint(check);
+            b_.CreateCondBr(b_.CreateICmpSGT(rem, b_.getInt32(0)), part, rest);
+            b_.SetInsertPoint(part);
+            dots(pairs, 1, lanesBelow(rem));
+            b_.CreateBr(rest);
+            b_.SetInsertPoint(rest);
           }
-          for (int64_t u = 0; u < xs; ++u) {
-            for (int64_t j = 0; j < g; ++j) {
-              llvm::Value *v =
-                  mathEpilogue_ ? acc[u][j]
-                                : prologueEpilogue(acc[u][j], vecTy_, loaded[j]);
-              llvm::Value *ptr =
-                  at(dst[j], b_.CreateAdd(b_.CreateAdd(c0, x),
-                                          idx(u * int64_t(vw_))));
-              if (mask && u + 1 == xs) {
-                b_.CreateMaskedStore(v, ptr, llvm::Align(4), mask);
-              } else {
-                b_.CreateAlignedStore(v, ptr, llvm::Align(4));
-              }
+          for (int64_t j = 0; j < g; ++j) {
+            if (mathEpilogue_) {
+              loop(
+                  c0, c1,
+                  [&](llvm::Value *c) {
+                    llvm::Value *ptr = at(dst[j], c);
+                    llvm::Value *v =
+                        b_.CreateAlignedLoad(f32_, ptr, llvm::Align(4));
+                    b_.CreateAlignedStore(prologueEpilogue(v, f32_, loaded[j]),
+                                          ptr, llvm::Align(4));
+                  },
+                  LoopHint::kNoInterleave);
             }
+            fillScalars(dst[j], idx(0), c0, pad);
+            fillScalars(dst[j], c1, idx(len), pad);
           }
         };
-        // Pairs of vectors, then (vector targets) a rest of one to three
-        // vectors, so rows of an odd number of vectors (112: 7) end in a
-        // triple rather than a single vector whose loads feed half as
-        // many FMAs.
-        int64_t pair = 2 * vw_;
-        llvm::Value *pairs =
-            b_.CreateMul(b_.CreateUDiv(count, idx(pair)), idx(pair));
-        if (vw_ > 1) {
-          llvm::Value *over = b_.CreateSub(count, idx(3 * vw_));
-          pairs = b_.CreateSelect(
-              b_.CreateICmpSGT(over, idx(0)),
-              b_.CreateMul(ceilDiv(over, pair), idx(pair)), idx(0));
-        }
-        stepLoop(idx(0), pairs, pair, LoopHint::kNoVectorize,
-                 [&](llvm::Value *x) { dots(x, 2, nullptr); });
-        if (vw_ == 1) {
-          stepLoop(pairs, count, 1, LoopHint::kNoVectorize,
-                   [&](llvm::Value *x) { dots(x, 1, nullptr); });
-        } else {
-          // The rest of the row (up to three vectors) as a triple or a pair
-          // with its last vector masked, one vector, or one masked vector.
-          llvm::Value *rem =
-              b_.CreateTrunc(b_.CreateSub(count, pairs), b_.getInt32Ty());
-          std::vector<llvm::Constant *> steps;
-          for (unsigned i = 0; i < vw_; ++i) {
-            steps.push_back(b_.getInt32(i));
-          }
-          auto lanesBelow = [&](llvm::Value *n) {
-            return b_.CreateICmpSLT(llvm::ConstantVector::get(steps),
-                                    b_.CreateVectorSplat(vw_, n));
-          };
-          llvm::Value *w = b_.getInt32(vw_);
-          llvm::Value *w2 = b_.getInt32(2 * vw_);
-          llvm::BasicBlock *three =
-              llvm::BasicBlock::Create(ctx_, "dw_prologue_three", fn_);
-          llvm::BasicBlock *notThree =
-              llvm::BasicBlock::Create(ctx_, "dw_prologue_pair", fn_);
-          b_.CreateCondBr(b_.CreateICmpSGT(rem, w2), three, notThree);
-          b_.SetInsertPoint(three);
-          llvm::BasicBlock *rest =
-              llvm::BasicBlock::Create(ctx_, "dw_prologue_rest", fn_);
-          dots(pairs, 3, lanesBelow(b_.CreateSub(rem, w2)));
-          b_.CreateBr(rest);
-          b_.SetInsertPoint(notThree);
-          llvm::BasicBlock *two =
-              llvm::BasicBlock::Create(ctx_, "dw_prologue_two", fn_);
-          llvm::BasicBlock *notTwo =
-              llvm::BasicBlock::Create(ctx_, "dw_prologue_short", fn_);
-          llvm::BasicBlock *one =
-              llvm::BasicBlock::Create(ctx_, "dw_prologue_one", fn_);
-          llvm::BasicBlock *part =
-              llvm::BasicBlock::Create(ctx_, "dw_prologue_part", fn_);
-          b_.CreateCondBr(b_.CreateICmpSGT(rem, w), two, notTwo);
-          b_.SetInsertPoint(two);
-          dots(pairs, 2, lanesBelow(b_.CreateSub(rem, w)));
-          b_.CreateBr(rest);
-          b_.SetInsertPoint(notTwo);
-          llvm::BasicBlock *check =
-              llvm::BasicBlock::Create(ctx_, "dw_prologue_check", fn_);
-          b_.CreateCondBr(b_.CreateICmpEQ(rem, w), one, check);
-          b_.SetInsertPoint(one);
-          dots(pairs, 1, nullptr);
-          b_.CreateBr(rest);
-          b_.SetInsertPoint(check);
-          b_.CreateCondBr(b_.CreateICmpSGT(rem, b_.getInt32(0)), part, rest);
-          b_.SetInsertPoint(part);
-          dots(pairs, 1, lanesBelow(rem));
-          b_.CreateBr(rest);
-          b_.SetInsertPoint(rest);
-        }
-        for (int64_t j = 0; j < g; ++j) {
-          if (mathEpilogue_) {
-            loop(
-                c0, c1,
-                [&](llvm::Value *c) {
-                  llvm::Value *ptr = at(dst[j], c);
-                  llvm::Value *v =
-                      b_.CreateAlignedLoad(f32_, ptr, llvm::Align(4));
-                  b_.CreateAlignedStore(prologueEpilogue(v, f32_, loaded[j]),
-                                        ptr, llvm::Align(4));
-                },
-                LoopHint::kNoInterleave);
-          }
-          fillScalars(dst[j], idx(0), c0, pad);
-          fillScalars(dst[j], c1, idx(len), pad);
-        }
-        b_.CreateBr(done);
-        b_.SetInsertPoint(padBlock);
-        for (int64_t j = 0; j < g; ++j) {
-          fillVectors(dst[j], idx(len), pad);
-        }
-        b_.CreateBr(done);
-        b_.SetInsertPoint(done);
+        ifElse(
+            ok, "dw_prologue_row", computeRow, "dw_pad_row",
+            [&] {
+              for (int64_t j = 0; j < g; ++j) {
+                fillVectors(dst[j], idx(len), pad);
+              }
+            },
+            "dw_row");
         if (sw_ > 1) {
           for (int64_t j = 0; j < g; ++j) {
             planeBase_ = planes[j];

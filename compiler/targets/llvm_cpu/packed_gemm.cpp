@@ -461,12 +461,12 @@ public:
         auto block = [&](llvm::Value *c, llvm::Value *mb) {
           llvm::Value *bp =
               b_.CreateInBoundsGEP(f32, panel_, b_.CreateMul(c, idx(nr_)));
-          llvm::Value *narrow = nullptr;
+          llvm::Value *wide = nullptr;
           if (shape_.nv > 1) {
             // A last chunk no wider than one vector runs the narrow kernel.
             llvm::Value *width =
                 b_.CreateSub(nTile, b_.CreateMul(c, idx(nr_)));
-            narrow = b_.CreateICmpSLE(width, idx(shape_.vectorWidth));
+            wide = b_.CreateICmpSGT(width, idx(shape_.vectorWidth));
           }
           llvm::Value *m0 = b_.CreateMul(mb, idx(shape_.mr));
           llvm::Value *rows = b_.CreateSub(mExt, m0);
@@ -483,24 +483,14 @@ public:
                            b_.CreateMul(c, idx(nr_))));
           llvm::SmallVector<llvm::Value *, 8> args = {
               aRow, idx(lda), idx(aK), rows, bp, cp, kc};
-          if (!narrow) {
+          if (!wide) {
             b_.CreateCall(kernel(shape_.nv), args);
             return;
           }
-          llvm::BasicBlock *wide =
-              llvm::BasicBlock::Create(ctx_, "gemm_wide", fn_);
-          llvm::BasicBlock *thin =
-              llvm::BasicBlock::Create(ctx_, "gemm_narrow", fn_);
-          llvm::BasicBlock *join =
-              llvm::BasicBlock::Create(ctx_, "gemm_join", fn_);
-          b_.CreateCondBr(narrow, thin, wide);
-          b_.SetInsertPoint(wide);
-          b_.CreateCall(kernel(shape_.nv), args);
-          b_.CreateBr(join);
-          b_.SetInsertPoint(thin);
-          b_.CreateCall(kernel(1), args);
-          b_.CreateBr(join);
-          b_.SetInsertPoint(join);
+          ifElse(
+              wide, "gemm_wide",
+              [&] { b_.CreateCall(kernel(shape_.nv), args); }, "gemm_narrow",
+              [&] { b_.CreateCall(kernel(1), args); }, "gemm_join");
         };
         if (transposed_) {
           emitTransposedChunk(aBase, aOff, k0, kc, lo, mExt, nTile);

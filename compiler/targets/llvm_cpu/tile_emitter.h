@@ -142,6 +142,25 @@ protected:
     stepLoop(lo, hi, 1, hint, body);
   }
 
+  // if (cond) then() else otherwise(), in blocks named |thenName| and
+  // |elseName| that both branch to a block named |joinName|, where the
+  // insertion point is left.
+  void ifElse(llvm::Value *cond, const char *thenName,
+              llvm::function_ref<void()> then, const char *elseName,
+              llvm::function_ref<void()> otherwise, const char *joinName) {
+    llvm::BasicBlock *thenBlock = llvm::BasicBlock::Create(ctx_, thenName, fn_);
+    llvm::BasicBlock *elseBlock = llvm::BasicBlock::Create(ctx_, elseName, fn_);
+    llvm::BasicBlock *join = llvm::BasicBlock::Create(ctx_, joinName, fn_);
+    b_.CreateCondBr(cond, thenBlock, elseBlock);
+    b_.SetInsertPoint(thenBlock);
+    then();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(elseBlock);
+    otherwise();
+    b_.CreateBr(join);
+    b_.SetInsertPoint(join);
+  }
+
   // Loops over root loops dims[i..] (outermost first) within [lo, hi),
   // setting ivs_, with |inner| innermost.
   void nest(llvm::ArrayRef<unsigned> dims, size_t i,

@@ -276,8 +276,8 @@ private:
         llvm::Value *c0 = b_.CreateMul(pc, idx(nr_));
         llvm::Value *w = b_.CreateInBoundsGEP(
             f32_, ut, b_.CreateAdd(uk, b_.CreateAdd(lo[plan_.co], c0)));
-        llvm::Value *narrow =
-            b_.CreateICmpSLE(b_.CreateSub(mExt, c0), idx(shape_.vectorWidth));
+        llvm::Value *wide =
+            b_.CreateICmpSGT(b_.CreateSub(mExt, c0), idx(shape_.vectorWidth));
         loop(idx(0), blocks, [&](llvm::Value *tb) {
           llvm::Value *t0 = b_.CreateMul(tb, idx(mrT_));
           llvm::Value *rowsT = smin(b_.CreateSub(tiles, t0), idx(mrT_));
@@ -294,20 +294,9 @@ private:
                 packedGemmTransposedKernel(m_, shape_, mrT_, nv, ldu, coPad_),
                 args);
           };
-          llvm::BasicBlock *wide =
-              llvm::BasicBlock::Create(ctx_, "winot_wide", fn_);
-          llvm::BasicBlock *thin =
-              llvm::BasicBlock::Create(ctx_, "winot_narrow", fn_);
-          llvm::BasicBlock *join =
-              llvm::BasicBlock::Create(ctx_, "winot_join", fn_);
-          b_.CreateCondBr(narrow, thin, wide);
-          b_.SetInsertPoint(wide);
-          call(shape_.nv);
-          b_.CreateBr(join);
-          b_.SetInsertPoint(thin);
-          call(1);
-          b_.CreateBr(join);
-          b_.SetInsertPoint(join);
+          ifElse(
+              wide, "winot_wide", [&] { call(shape_.nv); }, "winot_narrow",
+              [&] { call(1); }, "winot_join");
         });
       });
     });
@@ -608,22 +597,19 @@ private:
             return;
           }
           // A last chunk no wider than one vector runs the narrow kernel.
-          llvm::Value *narrow = b_.CreateICmpSLE(b_.CreateSub(tiles, col),
-                                                 idx(shape_.vectorWidth));
-          llvm::BasicBlock *wide =
-              llvm::BasicBlock::Create(ctx_, "wino_wide", fn_);
-          llvm::BasicBlock *thin =
-              llvm::BasicBlock::Create(ctx_, "wino_narrow", fn_);
-          llvm::BasicBlock *join =
-              llvm::BasicBlock::Create(ctx_, "wino_join", fn_);
-          b_.CreateCondBr(narrow, thin, wide);
-          b_.SetInsertPoint(wide);
-          b_.CreateCall(packedGemmKernel(m_, shape_, shape_.nv, tPad_), args);
-          b_.CreateBr(join);
-          b_.SetInsertPoint(thin);
-          b_.CreateCall(packedGemmKernel(m_, shape_, 1, tPad_), args);
-          b_.CreateBr(join);
-          b_.SetInsertPoint(join);
+          llvm::Value *wide = b_.CreateICmpSGT(b_.CreateSub(tiles, col),
+                                               idx(shape_.vectorWidth));
+          ifElse(
+              wide, "wino_wide",
+              [&] {
+                b_.CreateCall(packedGemmKernel(m_, shape_, shape_.nv, tPad_),
+                              args);
+              },
+              "wino_narrow",
+              [&] {
+                b_.CreateCall(packedGemmKernel(m_, shape_, 1, tPad_), args);
+              },
+              "wino_join");
         });
       });
     });
