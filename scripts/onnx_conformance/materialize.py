@@ -250,7 +250,8 @@ def main():
                 manifest.append(materialize(op, variant, args.out,
                                             RUNTIME_VARIANTS[op]))
     import extra_cases
-    for op, case in extra_cases.cases():
+    import special_values
+    for op, case in extra_cases.cases() + special_values.cases():
         manifest.append(materialize(op, case, args.out))
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)

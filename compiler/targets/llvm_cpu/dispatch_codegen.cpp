@@ -1161,19 +1161,95 @@ private:
     return v[r];
   }
 
-  // ONNX Pow. f32 ** f32 is exp(e * log(b)) (b * b for a constant 2);
-  // an integer exponent multiplies by repeated squaring; an integer base with
-  // an f32 exponent squares for integral exponents and truncates the f32
-  // power otherwise.
+  // The value of the exponent |expNode| of a Pow in |o| when it is the same
+  // at every index: a body constant, or an input that is a constant tensor
+  // whose elements are all equal (exporters write Pow(x, 2) with a scalar
+  // initializer).
+  std::optional<double> splatExponent(const StructuredOp &o,
+                                      const structured::ScalarNode &expNode) {
+    if (expNode.kind == ScalarKind::Const) {
+      return expNode.value;
+    }
+    if (expNode.kind != ScalarKind::Input || o.inputs[expNode.index].indirect) {
+      return std::nullopt;
+    }
+    const auto &tensor = p_.program.tensors[o.inputs[expNode.index].tensor];
+    if (!tensor.constant) {
+      return std::nullopt;
+    }
+    ElementType t = tensor.type.elementType();
+    int64_t n = tensor.type.numElements();
+    if (n <= 0 || !(isFloat(t) || graph::isIntegerType(t))) {
+      return std::nullopt;
+    }
+    double first = tensor.constant->getDouble(t, 0);
+    for (int64_t i = 1; i < n; ++i) {
+      if (tensor.constant->getDouble(t, i) != first) {
+        return std::nullopt;
+      }
+    }
+    return first;
+  }
+
+  // f32 |base| to the constant power |c|, or nullptr when |c| takes the
+  // general path. Integral exponents up to 32 multiply by repeated squaring
+  // (exact signs for negative bases; a negative exponent divides once at
+  // the end), 0.5 and -0.5 are square roots with powf's results for -0 and
+  // -inf.
+  llvm::Value *constantPower(llvm::Value *base, double c) {
+    llvm::Type *ty = base->getType();
+    auto fc = [&](double v) { return llvm::ConstantFP::get(ty, v); };
+    if (c == 0.0) {
+      return fc(1.0); // also for a NaN base
+    }
+    if (c == std::trunc(c) && std::fabs(c) <= 32) {
+      auto n = static_cast<unsigned>(std::fabs(c));
+      llvm::Value *acc = nullptr;
+      llvm::Value *square = base;
+      for (; n; n >>= 1) {
+        if (n & 1) {
+          acc = acc ? b_.CreateFMul(acc, square) : square;
+        }
+        if (n > 1) {
+          square = b_.CreateFMul(square, square);
+        }
+      }
+      return c > 0 ? acc : b_.CreateFDiv(fc(1.0), acc);
+    }
+    if (std::fabs(c) == 0.5) {
+      // sqrt(-0) is -0 and sqrt(-inf) NaN, where powf gives +0 and +inf
+      // (+inf and +0 for -0.5): adding +0 turns -0 into +0.
+      llvm::Value *root = b_.CreateFAdd(
+          b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, base), fc(0.0));
+      llvm::Value *minusInf = b_.CreateFCmpOEQ(base, fc(-INFINITY));
+      if (c > 0) {
+        return b_.CreateSelect(minusInf, fc(INFINITY), root);
+      }
+      return b_.CreateSelect(minusInf, fc(0.0), b_.CreateFDiv(fc(1.0), root));
+    }
+    return nullptr;
+  }
+
+  // ONNX Pow, with C powf's results for negative bases, zeros, infinities
+  // and NaN. f32 ** f32: a constant exponent takes constantPower where it
+  // can, others emitPow (exp(e * log|b|) with the sign and special cases
+  // fixed up). An integer exponent multiplies by repeated squaring; an
+  // integer base with an f32 exponent squares for integral exponents and
+  // truncates the f32 power otherwise.
   absl::StatusOr<llvm::Value *> emitPow(const StructuredOp &o,
                                         const structured::ScalarNode &expNode,
                                         llvm::Value *base, ElementType baseTy,
                                         llvm::Value *e, ElementType expTy) {
-    if (baseTy == ElementType::F32 && expTy == ElementType::F32) {
-      if (expNode.kind == ScalarKind::Const && expNode.value == 2.0) {
-        return b_.CreateFMul(base, base);
+    if (baseTy == ElementType::F32 &&
+        (expTy == ElementType::F32 || graph::isIntegerType(expTy))) {
+      if (std::optional<double> c = splatExponent(o, expNode)) {
+        if (llvm::Value *v = constantPower(base, *c)) {
+          return v;
+        }
       }
-      return emitExp(b_, b_.CreateFMul(e, emitLog(b_, base)));
+    }
+    if (baseTy == ElementType::F32 && expTy == ElementType::F32) {
+      return llvm_cpu::emitPow(b_, base, e);
     }
     bool baseOk = isFloat(baseTy) || isSignedInt(baseTy) ||
                   graph::isIntegerType(baseTy);
@@ -1195,7 +1271,7 @@ private:
           b_.CreateFCmpOEQ(castValue(ei, ElementType::I32, ElementType::F32), e);
       llvm::Value *exact = intPower(base, ei, baseTy);
       llvm::Value *fb = castValue(base, baseTy, ElementType::F32);
-      llvm::Value *fpow = emitExp(b_, b_.CreateFMul(e, emitLog(b_, fb)));
+      llvm::Value *fpow = llvm_cpu::emitPow(b_, fb, e);
       return b_.CreateSelect(integral, exact,
                              castValue(fpow, ElementType::F32, baseTy));
     }

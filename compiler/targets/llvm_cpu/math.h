@@ -9,17 +9,23 @@
 namespace osprey::compiler::llvm_cpu {
 
 // Each takes and returns an f32 value (scalar; the loop vectorizer widens
-// them: no branches or calls). Accuracy on normal inputs: exp, log within 2
-// ulp (exp of inputs below -86.64, results under 2.4e-38, is e^-86.64);
-// tanh and sigmoid within 1e-6 absolute; erf within 2e-7 absolute
-// (Abramowitz-Stegun 7.1.26). Sigmoid, tanh and erf divide with
-// allow-reciprocal, so vector code may use a refined reciprocal estimate.
+// them: no branches or calls). NaN inputs give NaN, and zeros, infinities
+// and subnormals give what C's expf/logf/powf/tanhf/erff do. Accuracy on
+// normal inputs: exp, log within 2 ulp; pow within 2 ulp times
+// |y * log(x)| (it is exp(y * log|x|)); tanh and sigmoid within 1e-6
+// absolute; erf within 2e-7 absolute (Abramowitz-Stegun 7.1.26). Sigmoid,
+// tanh and erf divide with allow-reciprocal, so vector code may use a
+// refined reciprocal estimate.
 llvm::Value *emitExp(llvm::IRBuilder<> &b, llvm::Value *x);
 llvm::Value *emitLog(llvm::IRBuilder<> &b, llvm::Value *x);
+// x^y with powf's special cases: a negative x to an integral y has the
+// sign of y's parity, to a finite non-integral y is NaN; x^0 = 1^y = 1.
+llvm::Value *emitPow(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
 llvm::Value *emitTanh(llvm::IRBuilder<> &b, llvm::Value *x);
 llvm::Value *emitSigmoid(llvm::IRBuilder<> &b, llvm::Value *x);
 llvm::Value *emitErf(llvm::IRBuilder<> &b, llvm::Value *x);
-// max/min as compare + select (no fmaxf/fminf calls on cores without them).
+// max/min as compare + select (no fmaxf/fminf calls on cores without
+// them); NaN in either operand gives NaN, as numpy's maximum/minimum.
 llvm::Value *emitMax(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
 llvm::Value *emitMin(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
 

@@ -1,0 +1,148 @@
+"""Single-operator cases whose inputs are the values elementwise operators
+get wrong most easily: negative numbers, signed zeros, subnormals, very
+large magnitudes, infinities and NaN (the ONNX backend node tests mostly use
+random normal inputs).
+
+Every float elementwise operator Osprey supports gets one case over the
+full list of special values; binary operators get the whole grid of pairs
+(one operand broadcast along rows, the other along columns), and Pow also
+gets one case per constant exponent (an initializer, as exporters write
+LayerNorm's `Pow(x, 2)`). References follow the ONNX operator definitions,
+computed with numpy in float32 (float64 where numpy has no float32 form):
+results that are NaN, infinite or signed by the definition must be so in
+Osprey's output too (run_conformance.py compares NaN with NaN and infinities
+exactly)."""
+
+import math
+import types
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+SPECIALS = np.array(
+    [-np.inf, -3.0e38, -1.0e30, -100.0, -88.0, -3.5, -3.0, -2.0, -1.0, -0.5,
+     -1.0e-40, -0.0, 0.0, 1.0e-40, 0.5, 1.0, 2.0, 3.0, 3.5, 88.0, 100.0,
+     1.0e30, 3.0e38, np.inf, np.nan], np.float32)
+
+
+def _model(name, node, inputs, outputs, initializers=(), opset=13):
+    def info(n, a):
+        return helper.make_tensor_value_info(
+            n, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype], a.shape)
+
+    graph = helper.make_graph(
+        [node], name, [info(n, a) for n, a in inputs],
+        [info(n, a) for n, a in outputs],
+        initializer=[numpy_helper.from_array(a, n) for n, a in initializers])
+    model = helper.make_model(graph,
+                              opset_imports=[helper.make_opsetid("", opset)])
+    return types.SimpleNamespace(
+        name=name, model=model,
+        data_sets=[([a for _, a in inputs], [a for _, a in outputs])])
+
+
+def _f32(fn, *args):
+    with np.errstate(all="ignore"):
+        return np.asarray(fn(*[a.astype(np.float64) for a in args])).astype(
+            np.float32)
+
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _unary_refs():
+    """op -> (attributes, reference of a float64 array)."""
+    clip01 = lambda v: np.clip(v, 0.0, 1.0)
+    return {
+        "Abs": ({}, np.abs),
+        "Neg": ({}, np.negative),
+        "Sqrt": ({}, np.sqrt),
+        "Reciprocal": ({}, np.reciprocal),
+        "Exp": ({}, np.exp),
+        "Log": ({}, np.log),
+        "Relu": ({}, lambda v: np.clip(v, 0, np.inf)),
+        "LeakyRelu": ({"alpha": 0.1},
+                      lambda v: np.where(v >= 0, v, v * 0.1)),
+        "Sigmoid": ({}, lambda v: 1.0 / (1.0 + np.exp(-v))),
+        "HardSigmoid": ({"alpha": 0.2, "beta": 0.5},
+                        lambda v: clip01(v * 0.2 + 0.5)),
+        "HardSwish": ({}, lambda v: v * clip01(v / 6.0 + 0.5)),
+        "Tanh": ({}, np.tanh),
+        "Erf": ({}, _erf),
+    }
+
+
+def _binary_refs():
+    return {
+        "Add": np.add,
+        "Sub": np.subtract,
+        "Mul": np.multiply,
+        "Div": np.divide,
+        "Pow": np.power,
+    }
+
+
+# Exponents exporters write as constants, plus ones that take the general
+# path.
+POW_EXPONENTS = [2.0, 3.0, 4.0, 1.0, 0.0, -1.0, -2.0, 0.5, -0.5, 2.5, 1.5,
+                 -3.0, 7.0]
+
+
+def cases():
+    """Returns (op, case) pairs."""
+    out = []
+    x = SPECIALS.reshape(1, -1)
+    for op, (attrs, ref) in _unary_refs().items():
+        node = helper.make_node(op, ["x"], ["y"], **attrs)
+        out.append((op, _model("osprey_special_%s" % op.lower(), node,
+                               [("x", x)], [("y", _f32(ref, x))])))
+
+    a = SPECIALS.reshape(-1, 1)
+    b = SPECIALS.reshape(1, -1)
+    for op, ref in _binary_refs().items():
+        node = helper.make_node(op, ["a", "b"], ["y"])
+        out.append((op, _model("osprey_special_%s_grid" % op.lower(), node,
+                               [("a", a), ("b", b)],
+                               [("y", _f32(ref, a, b))])))
+
+    for e in POW_EXPONENTS:
+        exponent = np.array(e, np.float32)
+        node = helper.make_node("Pow", ["x", "e"], ["y"])
+        label = ("%g" % e).replace("-", "m").replace(".", "p")
+        out.append(("Pow", _model(
+            "osprey_special_pow_const_%s" % label, node, [("x", x)],
+            [("y", _f32(np.power, x, exponent))], [("e", exponent)])))
+
+    gelu = lambda v: 0.5 * v * (1.0 + _erf(v / math.sqrt(2.0)))
+    node = helper.make_node("Gelu", ["x"], ["y"])
+    out.append(("Gelu", _model("osprey_special_gelu", node, [("x", x)],
+                               [("y", _f32(gelu, x))], opset=18)))
+
+    # Clip with bounds (NaN propagates through np.clip).
+    lo, hi = np.array(-1.0, np.float32), np.array(6.0, np.float32)
+    node = helper.make_node("Clip", ["x", "lo", "hi"], ["y"])
+    out.append(("Clip", _model("osprey_special_clip", node, [("x", x)],
+                               [("y", _f32(np.clip, x, lo, hi))],
+                               [("lo", lo), ("hi", hi)])))
+
+    # Softmax of rows with masked (-inf) entries and huge magnitudes: the
+    # maximum is subtracted first, so nothing overflows; a row that is all
+    # -inf, or holds +inf or NaN, is NaN throughout.
+    rows = np.array([
+        [-np.inf, -np.inf, 0.0, 1.0, 2.0],
+        [1.0e30, 0.0, -1.0e30, 1.0e30, 5.0],
+        [-3.0e38, 3.0e38, 0.0, 1.0, -1.0],
+        [-1.0e-40, 0.0, -0.0, 1.0e-40, 0.0],
+        [-np.inf] * 5,
+        [np.inf, 0.0, 1.0, 2.0, 3.0],
+        [np.nan, 0.0, 1.0, 2.0, 3.0],
+    ], np.float32)
+    with np.errstate(all="ignore"):
+        r = rows.astype(np.float64)
+        e = np.exp(r - r.max(axis=1, keepdims=True))
+        ref = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+    node = helper.make_node("Softmax", ["x"], ["y"], axis=1)
+    out.append(("Softmax", _model("osprey_special_softmax", node,
+                                  [("x", rows)], [("y", ref)])))
+    return out
