@@ -258,7 +258,7 @@ def main():
     parser.error("--models selects no model")
   if args.export:
     subprocess.run([sys.executable, EXPORT_SCRIPT, "--out", args.models_dir, "--models",
-                    ",".join(names), "--cached"], check=True)
+                    ",".join(names), "--opsets", "17", "--cached"], check=True)
 
   runner = Runner()
   env = dict(os.environ, NODE_PATH=os.path.join(args.ort_dir, "node_modules"))

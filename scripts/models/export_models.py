@@ -2,7 +2,9 @@
 """Exports real model architectures to ONNX with fixed random weights, plus inputs and references.
 
 For every model NAME this writes into --out:
-  NAME.onnx       the model (eval mode, static shapes, one input, one output)
+  NAME.onnx       the model (eval mode, static shapes, one input, one output) at opset 17
+  NAME.opN.onnx   the same model exported at each other opset N of --opsets (default 11 and 13:
+                  older exporters write LayerNorm, GELU and Softmax as chains of basic operators)
   NAME.in0.npy    an input drawn from a fixed seed (float32; int64 token ids for bert_mini_ids)
   NAME.ref0.npy   the output of the same model evaluated in float64 by torch, stored as float32
 
@@ -11,7 +13,7 @@ get perturbed affine parameters and then running statistics from a few calibrati
 classification heads are scaled to logits of a trained network's spread, so activations keep a
 realistic scale through deep networks and BatchNorm folding is exercised with non-trivial values.
 
-Usage: export_models.py --out DIR [--models a,b,...] [--cached] [--list]
+Usage: export_models.py --out DIR [--models a,b,...] [--opsets 11,13,17] [--cached] [--list]
 With --cached, a model whose three files exist and are newer than this script is not exported
 again. Needs torch and torchvision (Debian: python3-torch, python3-torchvision).
 """
@@ -24,6 +26,12 @@ import time
 import numpy as np
 
 OPSET = 17
+EXTRA_OPSETS = (11, 13)
+
+
+def onnx_name(name, opset):
+  """File name of model |name| exported at |opset|."""
+  return name + (".onnx" if opset == OPSET else f".op{opset}.onnx")
 
 
 def _torch():
@@ -333,7 +341,7 @@ def _scale_head(torch, model, shape, gen):
       head.bias.mul_(factor)
 
 
-def export(name, out_dir, seed=0):
+def export(name, out_dir, opsets, seed=0):
   torch = _torch()
   torch.manual_seed(seed)
   model, shape, *make_input = MODELS[name](torch.nn)
@@ -344,19 +352,21 @@ def export(name, out_dir, seed=0):
   model.eval()
   input_gen = torch.Generator().manual_seed(seed + 2)
   x = make_input[0](input_gen) if make_input else torch.randn(shape, generator=input_gen)
-  onnx_path = os.path.join(out_dir, name + ".onnx")
   # Exported with autograd enabled: under no_grad, nn.TransformerEncoderLayer takes a fused
   # fast path that has no ONNX form.
-  torch.onnx.export(model, (x,), onnx_path, opset_version=OPSET, input_names=["input"],
-                    output_names=["output"], do_constant_folding=True)
+  for opset in opsets:
+    torch.onnx.export(model, (x,), os.path.join(out_dir, onnx_name(name, opset)),
+                      opset_version=opset, input_names=["input"], output_names=["output"],
+                      do_constant_folding=True)
   with torch.no_grad():
     ref = model.double()(x.double() if x.is_floating_point() else x).float().numpy()
   np.save(os.path.join(out_dir, name + ".in0.npy"), x.numpy())
   np.save(os.path.join(out_dir, name + ".ref0.npy"), ref)
 
 
-def _is_current(out_dir, name, script_time):
-  paths = [os.path.join(out_dir, name + ext) for ext in (".onnx", ".in0.npy", ".ref0.npy")]
+def _is_current(out_dir, name, opsets, script_time):
+  files = [onnx_name(name, opset) for opset in opsets] + [name + ".in0.npy", name + ".ref0.npy"]
+  paths = [os.path.join(out_dir, f) for f in files]
   return all(os.path.exists(p) and os.path.getmtime(p) > script_time for p in paths)
 
 
@@ -364,6 +374,8 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
   parser.add_argument("--out", help="output directory")
   parser.add_argument("--models", default=",".join(MODELS), help="comma-separated model names")
+  parser.add_argument("--opsets", default=",".join(str(o) for o in (OPSET,) + EXTRA_OPSETS),
+                      help=f"comma-separated opsets to export (NAME.onnx is opset {OPSET})")
   parser.add_argument("--cached", action="store_true",
                       help="keep models whose files are newer than this script")
   parser.add_argument("--list", action="store_true", help="print the model names and exit")
@@ -378,12 +390,13 @@ def main():
   unknown = [n for n in names if n not in MODELS]
   if unknown:
     parser.error("unknown models: " + ", ".join(unknown))
+  opsets = sorted({int(o) for o in args.opsets.split(",") if o})
   script_time = os.path.getmtime(os.path.abspath(__file__))
   for name in names:
-    if args.cached and _is_current(args.out, name, script_time):
+    if args.cached and _is_current(args.out, name, opsets, script_time):
       continue
     start = time.time()
-    export(name, args.out)
+    export(name, args.out, opsets)
     print(f"{name}: exported in {time.time() - start:.1f} s", file=sys.stderr)
   return 0
 

@@ -39,7 +39,8 @@ def main():
   root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   os.makedirs(args.out, exist_ok=True)
   subprocess.run([sys.executable, os.path.join(root, "scripts", "models", "export_models.py"),
-                  "--out", args.out, "--models", args.model, "--cached"], check=True)
+                  "--out", args.out, "--models", args.model, "--opsets", "17", "--cached"],
+                 check=True)
   x = np.load(os.path.join(args.out, f"{args.model}.in0.npy")).astype(np.float32)
   ref = np.load(os.path.join(args.out, f"{args.model}.ref0.npy")).astype(np.float32)
   # Written with "%r" (shortest round-trip repr), so the C values equal the float32 data exactly.
