@@ -3,8 +3,9 @@
 
 For every model NAME this writes into --out:
   NAME.onnx       the model (eval mode, static shapes, one input, one output) at opset 17
-  NAME.opN.onnx   the same model exported at each other opset N of --opsets (default 11 and 13:
-                  older exporters write LayerNorm, GELU and Softmax as chains of basic operators)
+  NAME.opN.onnx   the same model exported at each other opset N of --opsets (default 9, 11 and
+                  13: older exporters write LayerNorm, GELU and Softmax as chains of basic
+                  operators; opset 9 is read through ONNX's version converter)
   NAME.in0.npy    an input drawn from a fixed seed (float32; int64 token ids for bert_mini_ids)
   NAME.ref0.npy   the output of the same model evaluated in float64 by torch, stored as float32
 
@@ -13,7 +14,7 @@ get perturbed affine parameters and then running statistics from a few calibrati
 classification heads are scaled to logits of a trained network's spread, so activations keep a
 realistic scale through deep networks and BatchNorm folding is exercised with non-trivial values.
 
-Usage: export_models.py --out DIR [--models a,b,...] [--opsets 11,13,17] [--cached] [--list]
+Usage: export_models.py --out DIR [--models a,b,...] [--opsets 9,11,13,17] [--cached] [--list]
 With --cached, a model whose three files exist and are newer than this script is not exported
 again. Needs torch and torchvision (Debian: python3-torch, python3-torchvision).
 """
@@ -26,7 +27,7 @@ import time
 import numpy as np
 
 OPSET = 17
-EXTRA_OPSETS = (11, 13)
+EXTRA_OPSETS = (9, 11, 13)
 
 
 def onnx_name(name, opset):

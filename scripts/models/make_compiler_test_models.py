@@ -241,12 +241,41 @@ def many_ops(out_dir):
 
 
 def old_opset(out_dir):
+    # Opset 9 forms the version converter rewrites: Upsample (-> Resize) and
+    # BatchNormalization.
+    rng = np.random.default_rng(9)
+    inits = [numpy_helper.from_array(a.astype(np.float32), n) for n, a in (
+        ("scale", rng.uniform(0.5, 1.5, 2)), ("bias", rng.standard_normal(2)),
+        ("mean", rng.standard_normal(2)), ("var", rng.uniform(0.5, 1.5, 2)),
+        ("scales", np.array([1.0, 1.0, 2.0, 2.0])))]
+    nodes = [
+        helper.make_node("BatchNormalization",
+                         ["x", "scale", "bias", "mean", "var"], ["bn"],
+                         name="bn"),
+        helper.make_node("Upsample", ["bn", "scales"], ["up"], name="up",
+                         mode="nearest"),
+        helper.make_node("Relu", ["up"], ["y"], name="relu"),
+    ]
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                              [1, 2, 3, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 6, 6])],
+        inits, "opset9", opset=9)
+    save(model, out_dir, "opset9.onnx")
+    # A node the opset-9 checker rejects (Relu with two inputs): the
+    # converter never sees it.
+    nodes = [helper.make_node("Relu", ["x", "x"], ["y"], name="relu")]
+    model = make_model(
+        nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [],
+        "opset9_invalid", opset=9)
+    save(model, out_dir, "opset9_invalid.onnx")
     nodes = [helper.make_node("Relu", ["x"], ["y"], name="relu")]
     model = make_model(
         nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [],
-        "opset9", opset=9)
-    save(model, out_dir, "opset9.onnx")
+        "opset22", opset=22)
+    save(model, out_dir, "opset22.onnx")
 
 
 def malformed(out_dir):

@@ -131,6 +131,9 @@ def evaluate(model, inputs):
             y = np.concatenate(ins, axis=a["axis"])
         elif op == "Split":
             sizes = ins[1] if len(ins) > 1 else None
+            if sizes is None:  # opset 18: num_outputs equal parts
+                sizes = np.full(a["num_outputs"],
+                                ins[0].shape[a.get("axis", 0)] // a["num_outputs"])
             points = np.cumsum(sizes.astype(np.int64))[:-1]
             for name, part in zip(node.output,
                                   np.split(ins[0], points, axis=a.get("axis", 0))):
@@ -140,6 +143,41 @@ def evaluate(model, inputs):
             axis = a.get("axis", -1)
             e = np.exp(ins[0] - ins[0].max(axis=axis, keepdims=True))
             y = e / e.sum(axis=axis, keepdims=True)
+        elif op == "Upsample":  # opset 7-8: scales attribute
+            # x_in = x_out / scale; nearest takes the floor, linear
+            # interpolates between the neighbours (clamped at the edge).
+            y = ins[0]
+            for axis, scale in enumerate(a["scales"]):
+                n_in = y.shape[axis]
+                x = np.arange(int(np.floor(n_in * scale))) / scale
+                lo = np.minimum(np.floor(x).astype(np.int64), n_in - 1)
+                if a.get("mode", b"nearest") == b"nearest":
+                    y = np.take(y, lo, axis=axis)
+                    continue
+                hi = np.minimum(lo + 1, n_in - 1)
+                shape = [1] * y.ndim
+                shape[axis] = -1
+                t = (x - lo).reshape(shape)
+                y = np.take(y, lo, axis=axis) * (1 - t) + np.take(y, hi, axis=axis) * t
+        elif op == "Pad":  # opset 2: pads and value attributes
+            pads = a["pads"]
+            half = len(pads) // 2
+            y = np.pad(ins[0], list(zip(pads[:half], pads[half:])),
+                       constant_values=a.get("value", 0.0))
+        elif op == "Slice":  # opset 1: starts/ends/axes attributes
+            index = [slice(None)] * ins[0].ndim
+            for axis, start, end in zip(a["axes"], a["starts"], a["ends"]):
+                index[axis] = slice(start, end)
+            y = ins[0][tuple(index)]
+        elif op == "Gelu":  # opset 20
+            y = 0.5 * ins[0] * (1 + np.vectorize(math.erf)(ins[0] / math.sqrt(2)))
+        elif op == "ReduceMean":  # opset 18: axes operand
+            y = ins[0].mean(axis=tuple(int(v) for v in ins[1]),
+                            keepdims=bool(a.get("keepdims", 1)))
+        elif op == "Dropout":  # inference: identity
+            y = ins[0]
+        elif op == "Sum":
+            y = sum(ins)
         else:
             raise ValueError("no reference for " + op)
         env[node.output[0]] = y
@@ -159,7 +197,8 @@ def make(name, nodes, inputs, outputs, inits, opset=13):
                               [numpy_helper.from_array(v, k) for k, v in inits.items()])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="osprey-tests")
-    onnx.checker.check_model(model)
+    if opset <= onnx.defs.onnx_opset_version():  # the checker knows no newer schemas
+        onnx.checker.check_model(model)
     return model
 
 
@@ -343,9 +382,63 @@ def chunk_concat(rng):
         {"x": f32(rng, (1, 8, 4, 4), 1.0)}
 
 
+def legacy_opset7(rng):
+    # Operators in their opset-7 forms (read through ONNX's version
+    # converter): BatchNormalization with 'spatial', Upsample, Pad and
+    # Slice with attribute operands, Dropout, variadic Sum, 2-D Softmax.
+    inits = {
+        "w": f32(rng, (6, 3, 3, 3)),
+        "gamma": rng.uniform(0.5, 1.5, 6).astype(np.float32),
+        "beta": f32(rng, (6,)), "mean": f32(rng, (6,)),
+        "var": rng.uniform(0.5, 1.5, 6).astype(np.float32),
+        "wf": f32(rng, (4, 6 * 7 * 6), 0.02), "bf": f32(rng, (4,)),
+    }
+    n = helper.make_node
+    nodes = [
+        n("Pad", ["x"], ["xp"], name="pad", pads=[0, 0, 1, 1, 0, 0, 1, 1],
+          value=0.25),
+        n("Conv", ["xp", "w"], ["c"], name="conv"),
+        n("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["bn"],
+          name="bn", spatial=1, epsilon=1e-3),
+        n("Relu", ["bn"], ["r"], name="relu"),
+        n("Dropout", ["r"], ["d"], name="dropout", ratio=0.3),
+        n("Upsample", ["d"], ["u"], name="upsample", mode="linear",
+          scales=[1.0, 1.0, 2.0, 1.5]),
+        n("Slice", ["u"], ["s"], name="slice", axes=[2, 3], starts=[1, 0],
+          ends=[9, 8]),
+        n("Sum", ["s", "s", "s"], ["t"], name="sum"),
+        n("Flatten", ["t"], ["f"], name="flatten"),
+        n("Gemm", ["f", "wf", "bf"], ["logits"], name="fc", transB=1),
+        n("Softmax", ["logits"], ["y"], name="softmax"),
+    ]
+    return make("legacy_opset7", nodes, [tensor("x", [1, 3, 4, 4])],
+                [tensor("y", [1, 4])], inits, opset=7), \
+        {"x": f32(rng, (1, 3, 4, 4), 1.0)}
+
+
+def modern_opset21(rng):
+    # Opset 21 (newer than the schemas libonnx 1.12 knows): Gelu (opset 20),
+    # AveragePool's dilations (19), Split's num_outputs and ReduceMean's axes
+    # operand (18).
+    inits = {"w": f32(rng, (6, 3, 3, 3)), "axes": np.array([2, 3], np.int64)}
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        n("Gelu", ["c"], ["g"], name="gelu"),
+        n("AveragePool", ["g"], ["p"], name="pool", kernel_shape=[2, 2],
+          strides=[2, 2], dilations=[1, 1]),
+        n("Split", ["p"], ["a", "b"], name="split", axis=1, num_outputs=2),
+        n("Add", ["a", "b"], ["s"], name="add"),
+        n("ReduceMean", ["s", "axes"], ["y"], name="mean", keepdims=0),
+    ]
+    return make("modern_opset21", nodes, [tensor("x", [1, 3, 8, 8])],
+                [tensor("y", [1, 3])], inits, opset=21), \
+        {"x": f32(rng, (1, 3, 8, 8), 1.0)}
+
+
 MODELS = [mlp, conv_net, elementwise, matmul_residual, depthwise_pools,
           attention_block, split_concat, reshape_outputs, passthrough,
-          chunk_concat]
+          chunk_concat, legacy_opset7, modern_opset21]
 
 
 def main():

@@ -10,9 +10,11 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
+#include "onnx/checker.h"
 #include "onnx/defs/schema.h"
 #include "onnx/onnx_pb.h"
 #include "onnx/shape_inference/implementation.h"
+#include "onnx/version_converter/convert.h"
 
 namespace osprey::compiler::onnximport {
 namespace {
@@ -26,7 +28,7 @@ using graph::TensorType;
 using graph::Value;
 
 constexpr int64_t kMinOpset = 11;
-constexpr int64_t kMaxOpset = 18;
+constexpr int64_t kMaxOpset = 21;
 
 // ONNX op types accepted by the importer. All map 1:1 to a graph op kind.
 const char *const kSupportedOps[] = {
@@ -38,7 +40,7 @@ const char *const kSupportedOps[] = {
     "Slice", "Squeeze", "Unsqueeze", "Gather", "Pad", "Expand", "Shape",
     "Constant", "Identity", "Softmax", "ReduceMean", "ReduceSum", "ReduceMax",
     "LayerNormalization", "Resize", "Cast", "Where", "Equal", "Less",
-    "Greater",
+    "Greater", "Dropout", "Sum", "Mean",
 };
 
 bool isSupported(const std::string &opType) {
@@ -175,8 +177,9 @@ private:
     if (opset_ < kMinOpset || opset_ > kMaxOpset) {
       return absl::InvalidArgumentError(
           "model uses ONNX opset " + std::to_string(opset_) +
-          "; supported opsets are " + std::to_string(kMinOpset) + " to " +
-          std::to_string(kMaxOpset));
+          "; supported opsets are 1 to " + std::to_string(kMaxOpset) +
+          " (below " + std::to_string(kMinOpset) +
+          " by conversion to opset " + std::to_string(kMinOpset) + ")");
     }
     return absl::OkStatus();
   }
@@ -409,18 +412,36 @@ private:
     return d;
   }
 
-  // Attributes that opset 18 added to ops the importer supports; libonnx 1.12
-  // knows schemas up to opset 17 only.
-  bool isOpset18Attribute(llvm::StringRef opType, llvm::StringRef attr) const {
-    if (opset_ < 18) {
-      return false;
+  // Attributes that opsets 18 to 21 added to ops the importer supports;
+  // libonnx 1.12 knows schemas up to opset 17 only. Their values are
+  // checked where the op is imported or lowered (a value the compiler does
+  // not implement is UNIMPLEMENTED there, never ignored). Cast's
+  // 'saturate' only concerns float8 types, which are refused.
+  bool isNewerAttribute(llvm::StringRef opType, llvm::StringRef attr) const {
+    struct Added {
+      const char *op, *attr;
+      int64_t since;
+    };
+    static constexpr Added kAdded[] = {
+        {"Split", "num_outputs", 18},
+        {"Resize", "antialias", 18},
+        {"Resize", "axes", 18},
+        {"Resize", "keep_aspect_ratio_policy", 18},
+        {"ReduceMean", "noop_with_empty_axes", 18},
+        {"ReduceMax", "noop_with_empty_axes", 18},
+        {"AveragePool", "dilations", 19},
+        {"Cast", "saturate", 19},
+        {"QuantizeLinear", "saturate", 19},
+        {"QuantizeLinear", "block_size", 21},
+        {"QuantizeLinear", "output_dtype", 21},
+        {"DequantizeLinear", "block_size", 21},
+    };
+    for (const Added &a : kAdded) {
+      if (opType == a.op && attr == a.attr && opset_ >= a.since) {
+        return true;
+      }
     }
-    return (opType == "Split" && attr == "num_outputs") ||
-           (opType == "Resize" &&
-            (attr == "antialias" || attr == "axes" ||
-             attr == "keep_aspect_ratio_policy")) ||
-           ((opType == "ReduceMean" || opType == "ReduceMax") &&
-            attr == "noop_with_empty_axes");
+    return false;
   }
 
   // Attributes whose kind differs from the ONNX schema of the model's opset
@@ -441,7 +462,7 @@ private:
                      (node.op_type() == "ReduceMean" ||
                       node.op_type() == "ReduceMax");
       if (it == schema->attributes().end() || removed) {
-        if (isOpset18Attribute(node.op_type(), a.name())) {
+        if (isNewerAttribute(node.op_type(), a.name())) {
           continue;
         }
         return nodeError(node, index,
@@ -541,6 +562,87 @@ private:
     COMPILER_RETURN_IF_ERROR(graph::inferResultTypes(*op, types));
     op->result()->setType(types[0]);
     return op;
+  }
+
+  // Records |result| as the value of the node's first output.
+  absl::Status defineOutput(const onnx::NodeProto &node, int index,
+                            Value *result) {
+    if (values_.count(node.output(0))) {
+      return nodeError(node, index,
+                       "output '" + node.output(0) + "' is already defined");
+    }
+    values_[node.output(0)] = result;
+    return absl::OkStatus();
+  }
+
+  // Dropout in inference is the identity. The mask output and training mode
+  // (a training_mode operand that is not a constant false) are refused.
+  absl::Status importDropout(const onnx::NodeProto &node, int index,
+                             const std::vector<Value *> &operands) {
+    if (operands.empty() || !operands[0]) {
+      return nodeError(node, index, "expected a data operand");
+    }
+    if (node.output_size() > 1 && !node.output(1).empty()) {
+      return unimplemented(node, index,
+                           "the mask output of Dropout is not supported");
+    }
+    if (operands.size() > 2 && operands[2]) {
+      const Op *def = operands[2]->definingOp();
+      bool constantFalse = def && def->kind() == "Constant" &&
+                           def->value().size() == 1 &&
+                           def->value().bytes()[0] == 0;
+      if (!constantFalse) {
+        return unimplemented(node, index,
+                             "training-mode Dropout (training_mode must be "
+                             "a constant false)");
+      }
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        Op * id, addTypedOp("Identity", {operands[0]}, {},
+                            nodeName(node, index), node.output(0)));
+    return defineOutput(node, index, id->result());
+  }
+
+  // Sum and Mean of any number of operands (multidirectional broadcast) as
+  // a chain of Adds from the left, as the ONNX reference sums; Mean then
+  // divides by the operand count.
+  absl::Status importVariadicSum(const onnx::NodeProto &node, int index,
+                                 const std::vector<Value *> &operands) {
+    std::string name = nodeName(node, index);
+    if (operands.empty() ||
+        std::count(operands.begin(), operands.end(), nullptr)) {
+      return nodeError(node, index, "expected one or more operands");
+    }
+    Value *acc = operands[0];
+    bool last = operands.size() == 1 && node.op_type() == "Sum";
+    if (operands.size() == 1) {
+      COMPILER_ASSIGN_OR_RETURN(
+          Op * id, addTypedOp("Identity", {acc}, {}, name,
+                              last ? node.output(0) : ""));
+      acc = id->result();
+    }
+    for (size_t i = 1; i < operands.size(); ++i) {
+      bool final = i + 1 == operands.size() && node.op_type() == "Sum";
+      COMPILER_ASSIGN_OR_RETURN(
+          Op * add, addTypedOp("Add", {acc, operands[i]}, {}, name,
+                               final ? node.output(0) : ""));
+      acc = add->result();
+    }
+    if (node.op_type() == "Mean") {
+      ElementType et = acc->type().elementType();
+      if (!graph::isFloatType(et)) {
+        return nodeError(node, index, "Mean needs floating-point operands");
+      }
+      Op *count = graph_->createConstant(
+          TensorType::ranked(et, {}),
+          DenseData::fromDoubles(et, {double(operands.size())}));
+      count->setNodeName(name);
+      COMPILER_ASSIGN_OR_RETURN(
+          Op * div, addTypedOp("Div", {acc, count->result()}, {}, name,
+                               node.output(0)));
+      acc = div->result();
+    }
+    return defineOutput(node, index, acc);
   }
 
   // Before opset 13, Softmax (default axis 1) coerces its input to 2-D,
@@ -911,6 +1013,10 @@ private:
       it->second = Attribute(graph::elementTypeName(*et).str());
     } else if (opType == "Softmax" && opset_ < 13) {
       return importCoercedSoftmax(node, index, operands, attrs);
+    } else if (opType == "Dropout") {
+      return importDropout(node, index, operands);
+    } else if (opType == "Sum" || opType == "Mean") {
+      return importVariadicSum(node, index, operands);
     } else if (opType == "Pad") {
       COMPILER_RETURN_IF_ERROR(expandPadAxes(node, index, operands));
       COMPILER_RETURN_IF_ERROR(
@@ -1044,6 +1150,74 @@ private:
   std::unordered_map<std::string, Value *> values_;
 };
 
+// The model's default-domain opset, or 0 when it imports none.
+int64_t defaultOpset(const onnx::ModelProto &model) {
+  int64_t opset = 0;
+  for (const auto &o : model.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx") {
+      opset = o.version();
+    }
+  }
+  return opset;
+}
+
+// Upsample and opset-10 Resize map output to input coordinates as
+// x_in = x_out / scale (nearest takes the floor); opset 11's Resize
+// defaults to half_pixel. The version converter does not write the old mode
+// into the Resize nodes it produces, so every Resize of a converted model
+// (none can be an opset-11 one) gets it here.
+void keepAsymmetricResize(onnx::ModelProto &model) {
+  for (onnx::NodeProto &node : *model.mutable_graph()->mutable_node()) {
+    if (node.op_type() != "Resize") {
+      continue;
+    }
+    auto add = [&](const char *name, const char *value) {
+      for (const auto &a : node.attribute()) {
+        if (a.name() == name) {
+          return;
+        }
+      }
+      onnx::AttributeProto *a = node.add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::STRING);
+      a->set_s(value);
+    };
+    add("coordinate_transformation_mode", "asymmetric");
+    add("nearest_mode", "floor");
+  }
+}
+
+// Models of opsets 1 to kMinOpset - 1 are converted to kMinOpset by ONNX's
+// own version converter (which rewrites, e.g., Upsample into Resize, and
+// BatchNormalization's old attributes away); the importer then reads them
+// like any opset-11 model. The checker validates the model first: the
+// converter's adapters assume well-formed nodes. Returns the model's
+// original opset.
+absl::StatusOr<int64_t> upgradeOldOpset(onnx::ModelProto &model) {
+  int64_t opset = defaultOpset(model);
+  if (opset <= 0 || opset >= kMinOpset) {
+    return opset;
+  }
+  std::string stage = "checking";
+  try {
+    onnx::checker::check_model(model);
+    stage = "converting";
+    model = onnx::version_conversion::ConvertVersion(model, kMinOpset);
+  } catch (const std::exception &e) {
+    std::string what = e.what();
+    if (what.size() > 400) {
+      what = what.substr(0, 400) + "...";
+    }
+    return absl::InvalidArgumentError(
+        "model uses ONNX opset " + std::to_string(opset) +
+        ", which the importer reads by converting it to opset " +
+        std::to_string(kMinOpset) + " with ONNX's version converter; " +
+        stage + " the model failed: " + what);
+  }
+  keepAsymmetricResize(model);
+  return opset;
+}
+
 } // namespace
 
 absl::StatusOr<std::unique_ptr<Graph>>
@@ -1056,7 +1230,16 @@ importOnnxBytes(std::string bytes, llvm::StringRef baseDir,
   if (!model->has_graph()) {
     return absl::InvalidArgumentError("ONNX model has no graph");
   }
-  return Importer(std::move(model), baseDir.str(), options).run();
+  COMPILER_ASSIGN_OR_RETURN(int64_t opset, upgradeOldOpset(*model));
+  auto graph = Importer(std::move(model), baseDir.str(), options).run();
+  if (!graph.ok() && opset < kMinOpset) {
+    return absl::Status(graph.status().code(),
+                        std::string(graph.status().message()) +
+                            " (in the model as converted from opset " +
+                            std::to_string(opset) + " to " +
+                            std::to_string(kMinOpset) + ")");
+  }
+  return graph;
 }
 
 absl::StatusOr<std::unique_ptr<Graph>>
