@@ -10,10 +10,14 @@ For every case of the selected families in MANIFEST (see materialize.py):
   kind "reject":      invalid models (e.g. out-of-range constant indices);
                       osprey-compile must reject them the same way, with an
                       error naming the node.
-  kind "skip":        not a tensor-only single-op model; counted only.
-A failing case fails the run unless it matches an entry of the expected-failure
-list; a listed case that passes also fails the run. A per-operator summary
-table is printed at the end.
+  kind "skip":        sequence or optional values; counted as not run.
+Cases of operators outside Osprey's list (family "other"), multi-node
+function expansions, or every case with --survey, may also be refused cleanly; a wrong value or a crash is never
+accepted. A failing case fails the run unless it matches an entry of the
+expected-failure list (wrong values and crashes cannot be listed); a listed
+case that passes also fails the run. A per-operator table and the totals per
+outcome (passed, refused, run-refused, wrong, error, crashed, not run) are
+printed at the end.
 """
 
 import argparse
@@ -50,6 +54,12 @@ def last_line(text):
 
 
 def run_case(args, case):
+    """Compiles and runs one case. Returns (outcome, detail); outcome is
+    "passed", "refused" (osprey-compile rejected the model cleanly: exit 1,
+    no module), "run-refused" (osprey-run failed cleanly without comparing),
+    "wrong" (an output differs from the reference), "error" (compile or run
+    failed otherwise where a result was required) or "crashed" (a signal,
+    another exit code, or a timeout)."""
     case_dir = os.path.join(args.cases, case["name"])
     module = os.path.join(args.work, case["name"] + ".osp")
     if os.path.exists(module):
@@ -60,15 +70,17 @@ def run_case(args, case):
         proc = subprocess.run(compile_cmd, capture_output=True, text=True,
                               timeout=120)
     except subprocess.TimeoutExpired:
-        return False, "osprey-compile timed out"
+        return "crashed", "osprey-compile timed out"
+    if proc.returncode not in (0, 1):
+        return "crashed", "osprey-compile exit code %d: %s" % (
+            proc.returncode, last_line(proc.stderr))
+    if proc.returncode == 1:
+        if os.path.exists(module):
+            return "error", "osprey-compile failed but wrote a module"
+        return "refused", last_line(proc.stderr)
     if case["kind"] in ("unsupported", "reject"):
-        names_node = case["kind"] == "unsupported" or "node '" in proc.stderr
-        if proc.returncode == 1 and not os.path.exists(module) and names_node:
-            return True, last_line(proc.stderr)
-        return False, "expected a clean rejection (%s), got exit code %d: %s" % (
-            case["reason"], proc.returncode, last_line(proc.stderr))
-    if proc.returncode != 0:
-        return False, "compile: " + last_line(proc.stderr)
+        return "error", "expected a clean rejection (%s), but it compiled" % (
+            case["reason"])
     run_cmd = [args.run, "--module=" + module, "--device=" + args.device,
                "--function=main", "--tolerance=%g" % args.tolerance]
     for i in range(case["inputs"]):
@@ -80,10 +92,30 @@ def run_case(args, case):
         proc = subprocess.run(run_cmd, capture_output=True, text=True,
                               timeout=120)
     except subprocess.TimeoutExpired:
-        return False, "osprey-run timed out"
-    if proc.returncode != 0:
-        return False, "run: " + last_line(proc.stderr + proc.stdout)
-    return True, ""
+        return "crashed", "osprey-run timed out"
+    if proc.returncode == 0:
+        return "passed", ""
+    if proc.returncode != 1:
+        return "crashed", "osprey-run exit code %d: %s" % (
+            proc.returncode, last_line(proc.stderr + proc.stdout))
+    if "[FAIL]" in proc.stdout:
+        fails = [l for l in proc.stdout.splitlines() if "[FAIL]" in l]
+        return "wrong", fails[0][:200]
+    return "run-refused", last_line(proc.stderr + proc.stdout)
+
+
+def judge(case, outcome, detail, survey):
+    """Whether |outcome| is acceptable for |case|: a case of a listed
+    operator must pass (or, for an invalid or unsupported-type model, be
+    refused); in a survey (operators outside the list) a clean refusal is
+    acceptable too. A wrong value or a crash never is."""
+    if case["kind"] == "reject":
+        return outcome == "refused" and "node '" in detail
+    if case["kind"] == "unsupported":
+        return outcome == "refused"
+    if outcome == "passed":
+        return True
+    return survey and outcome in ("refused", "run-refused")
 
 
 def main():
@@ -99,6 +131,9 @@ def main():
     parser.add_argument("--filter", default="*", help="case name pattern")
     parser.add_argument("--expected-failures", required=True)
     parser.add_argument("--json", help="write per-case results here")
+    parser.add_argument("--survey", action="store_true",
+                        help="accept clean refusals in every family (they "
+                        "are always accepted in family 'other')")
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
 
@@ -113,54 +148,62 @@ def main():
         return 1
 
     table = {}  # op -> counts
+    totals = {}
     problems = []
     results = []
     for case in cases:
         row = table.setdefault(case["op"], {"passed": 0, "failed": 0,
-                                            "xfail": 0, "unsupported": 0,
-                                            "rejected": 0, "skipped": 0})
+                                            "xfail": 0, "refused": 0,
+                                            "skipped": 0})
+        survey = (args.survey or case["family"] == "other" or
+                  case.get("survey", False))
         if case["kind"] == "skip":
             row["skipped"] += 1
+            totals["not run"] = totals.get("not run", 0) + 1
             results.append({"name": case["name"], "op": case["op"],
                             "result": "skipped", "detail": case["reason"]})
             continue
-        ok, detail = run_case(args, case)
+        outcome, detail = run_case(args, case)
+        totals[outcome] = totals.get(outcome, 0) + 1
+        ok = judge(case, outcome, detail, survey)
         reason = expected_reason(case["name"], xfails)
-        if case["kind"] == "unsupported" and ok:
-            result = "unsupported"
-        elif case["kind"] == "reject" and ok:
-            result = "rejected"
-        elif ok and reason is None:
-            result = "passed"
+        if ok and outcome == "passed":
+            result = "passed" if reason is None else "unexpected-pass"
         elif ok:
-            result = "unexpected-pass"
-            problems.append("%s: passes but is listed as expected failure (%s)"
-                            % (case["name"], reason))
-        elif reason is not None:
+            result = "refused"
+        elif reason is not None and outcome not in ("wrong", "crashed"):
             result = "xfail"
         else:
             result = "failed"
-            problems.append("%s: %s" % (case["name"], detail))
+        if result == "unexpected-pass":
+            problems.append("%s: passes but is listed as expected failure (%s)"
+                            % (case["name"], reason))
+        elif result == "failed":
+            problems.append("%s: %s: %s" % (case["name"], outcome, detail))
         key = {"unexpected-pass": "passed"}.get(result, result)
         row[key] += 1
         results.append({"name": case["name"], "op": case["op"],
-                        "result": result, "detail": detail})
+                        "result": result, "outcome": outcome,
+                        "detail": detail})
         print("%-16s %s%s" % (result.upper(), case["name"],
-                              (": " + detail) if result in ("failed", "xfail")
+                              (": " + detail) if result != "passed" and detail
                               else ""))
 
     print()
-    print("| Operator | passed | failed | expected failures | unsupported types "
-          "| invalid, rejected | skipped |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    totals = [0] * 6
+    print("| Operator | passed | failed | expected failures | refused "
+          "| not run |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    sums = [0] * 5
     for op in sorted(table):
         r = table[op]
-        counts = [r["passed"], r["failed"], r["xfail"], r["unsupported"],
-                  r["rejected"], r["skipped"]]
-        totals = [a + b for a, b in zip(totals, counts)]
+        counts = [r["passed"], r["failed"], r["xfail"], r["refused"],
+                  r["skipped"]]
+        sums = [a + b for a, b in zip(sums, counts)]
         print("| %s | %s |" % (op, " | ".join(str(c) for c in counts)))
-    print("| **total** | %s |" % " | ".join(str(c) for c in totals))
+    print("| **total** | %s |" % " | ".join(str(c) for c in sums))
+    print()
+    print("outcomes: " + ", ".join("%s %d" % (k, totals[k])
+                                   for k in sorted(totals)))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)
