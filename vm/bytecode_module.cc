@@ -21,7 +21,7 @@ bool IsIdentifierChar(char c) {
 
 // Module names: [A-Za-z0-9_]+.
 bool IsModuleName(const flatbuffers::String* s) {
-  if (!s || s->size() == 0 || s->size() > 256) return false;
+  if (!s || s->size() == 0 || s->size() > kMaxModuleNameLength) return false;
   for (char c : *s) {
     if (!IsIdentifierChar(c)) return false;
   }
@@ -30,7 +30,9 @@ bool IsModuleName(const flatbuffers::String* s) {
 
 // Function, export, segment names: [A-Za-z0-9_.]+, no leading/trailing '.'.
 bool IsSymbolName(const char* s, size_t length) {
-  if (length == 0 || length > 256 || s[0] == '.' || s[length - 1] == '.') return false;
+  if (length == 0 || length > kMaxModuleNameLength || s[0] == '.' || s[length - 1] == '.') {
+    return false;
+  }
   for (size_t i = 0; i < length; ++i) {
     if (!IsIdentifierChar(s[i]) && s[i] != '.') return false;
   }

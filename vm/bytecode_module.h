@@ -22,6 +22,9 @@ inline constexpr uint32_t kModuleFormatVersion = 1;
 inline constexpr char kModuleFileIdentifier[] = "OSPM";
 // Largest alignment a segment or executable may request.
 inline constexpr uint32_t kMaxSegmentAlignment = 4096;
+// Longest module name (and function, export or segment name) a module may
+// declare, in bytes.
+inline constexpr size_t kMaxModuleNameLength = 256;
 
 // A function after loading. Strings and code are borrowed from the file.
 struct FunctionInfo {

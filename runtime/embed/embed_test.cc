@@ -1,6 +1,7 @@
 // Tests of the embedding API through its C++ wrapper: handles, statuses,
 // buffer views, module loading from memory and calls of modules assembled
 // in the test.
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -304,6 +305,62 @@ func @f(i32) -> (i32) regs(i=2) export {
   Status missing = session_.LoadModuleMemory(orphan_bytes.data(), orphan_bytes.size());
   EXPECT_EQ(missing.code(), OSPREY_STATUS_NOT_FOUND);
   EXPECT_THAT(missing.message(), HasSubstr("nobody.thing"));
+}
+
+// A module built for another runtime: one of its imports (hal.device.allocatoX)
+// does not exist. Linking fails after the session has already given the
+// module's bytes back (the application's release callback runs, or the file
+// is unmapped), and the error still names the module and the import.
+constexpr char kMisspelledImportModule[] = R"(
+module @misspelled version 1
+import @hal.device() -> (ref)
+import @hal.device.allocatoX(ref) -> (ref)
+func @main() -> (ref) regs(r=2) export {
+  call.import @hal.device() -> (%r0)
+  call.import @hal.device.allocatoX(%r0) -> (%r1)
+  return %r1
+}
+)";
+
+// Overwrites the module bytes when the session releases them, so anything
+// still reading them afterwards sees zeros (and ASan sees the access when
+// the bytes live in a freed copy).
+struct Scribbler {
+  size_t size = 0;
+  int calls = 0;
+  static void Release(void* user_data, void* memory) {
+    auto* self = static_cast<Scribbler*>(user_data);
+    ++self->calls;
+    std::memset(memory, 0, self->size);
+  }
+};
+
+TEST_F(EmbedTest, UnlinkableModuleIsNamedAfterItsBytesAreReleased) {
+  auto bytes = vm::AssembleModule(kMisspelledImportModule);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  vm::AlignedBytes module(*bytes);
+  Scribbler scribbler{module.size()};
+  Status status = session_.LoadModuleMemory(module.data(), module.size(), &Scribbler::Release,
+                                            &scribbler);
+  EXPECT_EQ(scribbler.calls, 1);
+  EXPECT_EQ(status.code(), OSPREY_STATUS_NOT_FOUND);
+  EXPECT_THAT(status.message(), HasSubstr("import 'hal.device.allocatoX'"));
+  EXPECT_THAT(status.message(), HasSubstr("linking module 'misspelled'"));
+
+  // From a file: the mapping is gone before the error is formatted.
+  const std::string path = ::testing::TempDir() + "/misspelled_import.osp";
+  FILE* file = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(file, nullptr);
+  ASSERT_EQ(std::fwrite(bytes->data(), 1, bytes->size(), file), bytes->size());
+  std::fclose(file);
+  status = session_.LoadModuleFile(path.c_str());
+  std::remove(path.c_str());
+  EXPECT_EQ(status.code(), OSPREY_STATUS_NOT_FOUND);
+  EXPECT_THAT(status.message(), HasSubstr("linking module 'misspelled'"));
+  EXPECT_THAT(status.message(), HasSubstr("module 'hal' has no export 'device.allocatoX'"));
+
+  // The session is unchanged and still loads good modules.
+  ASSERT_TRUE(session_.LoadModuleMemory(module_.data(), module_.size()).ok());
 }
 
 // The hal_inline module: one call per dispatch, no command buffers in

@@ -79,7 +79,11 @@ Status LoadModule(osprey_session_t* session, std::span<const uint8_t> bytes,
   OSPREY_ASSIGN_OR_RETURN(auto module,
                           vm::BytecodeModule::Load(bytes, std::move(owner),
                                                    session->instance->host_allocator));
-  const char* name = module->name();
+  // AddModule releases the module when linking fails, and with it the
+  // module's bytes (unmapped or handed back to the application): the name
+  // in the context line must be a copy.
+  char name[vm::kMaxModuleNameLength + 1];
+  snprintf(name, sizeof(name), "%s", module->name());
   OSPREY_RETURN_IF_ERROR(AddModule(session, ref_ptr<vm::Module>(std::move(module))),
                          "linking module '%s'", name);
   return osprey::OkStatus();
