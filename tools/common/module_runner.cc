@@ -16,7 +16,9 @@ void RunOptions::AddFlags(FlagParser& parser) {
   parser.AddList("input", &inputs,
                  "One function input: @file.npy or an inline tensor such as 2x3xf32=1,2,3,4,5,6 "
                  "(scalars: i32=4). Repeat in argument order.");
-  parser.AddInt("task_workers", &task_workers, "Worker threads of the cpu-task device.");
+  parser.AddOptionalInt("task_workers", &task_workers,
+                        "Worker threads of the cpu-task device (at least 1). Default: the "
+                        "driver's choice.");
   parser.AddList("device_param", &device_params, "Extra device parameter key=value.");
 }
 
@@ -36,9 +38,15 @@ StatusOr<std::unique_ptr<ModuleRunner>> ModuleRunner::Create(const RunOptions& o
                          "creating the instance");
 
   std::vector<std::string> keys, values;
-  if (options.task_workers > 0) {
+  if (options.task_workers) {
+    if (*options.task_workers < 1) {
+      return InvalidArgumentError(
+          "--task_workers=%lld: a cpu-task device needs at least 1 worker (leave the flag out "
+          "for the driver's default)",
+          static_cast<long long>(*options.task_workers));
+    }
     keys.push_back("task_workers");
-    values.push_back(std::to_string(options.task_workers));
+    values.push_back(std::to_string(*options.task_workers));
   }
   for (const std::string& param : options.device_params) {
     const size_t equals = param.find('=');

@@ -4,6 +4,7 @@
 #define OSPREY_TOOLS_COMMON_MODULE_RUNNER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,8 @@ struct RunOptions {
   std::string function = "main";
   // "@file.npy" or inline specs, one per function input.
   std::vector<std::string> inputs;
-  // cpu-task worker count; 0 leaves the driver default.
-  int64_t task_workers = 0;
+  // cpu-task worker count; empty leaves the driver default.
+  std::optional<int64_t> task_workers;
   // Extra "key=value" device parameters.
   std::vector<std::string> device_params;
 

@@ -13,11 +13,10 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
+#include "tools/common/file_io.h"
 #include "tools/osprey-dump/dump.h"
 
 namespace {
@@ -32,13 +31,14 @@ void PrintUsage(FILE* out) {
 
 // Prints one file; returns 0 if it is valid, 1 otherwise.
 int DumpOne(const char* path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    fprintf(stderr, "osprey-dump: %s: cannot open file\n", path);
+  auto bytes = osprey::tools::ReadFileBytes(path);
+  if (!bytes.ok()) {
+    char message[1024];
+    bytes.status().ToString(message, sizeof(message));
+    fprintf(stderr, "osprey-dump: %s\n", message);
     return 1;
   }
-  std::vector<uint8_t> data((std::istreambuf_iterator<char>(file)),
-                            std::istreambuf_iterator<char>());
+  const std::vector<uint8_t>& data = *bytes;
   std::string out;
   osprey::Status status = osprey::tools::dump::DumpFile(data, &out);
   printf("file: %s (%zu bytes)\n%s", path, data.size(), out.c_str());
