@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/base/printable.h"
 #include "tools/common/file_io.h"
 #include "tools/osprey-dump/dump.h"
 
@@ -41,7 +42,10 @@ int DumpOne(const char* path) {
   const std::vector<uint8_t>& data = *bytes;
   std::string out;
   osprey::Status status = osprey::tools::dump::DumpFile(data, &out);
-  printf("file: %s (%zu bytes)\n%s", path, data.size(), out.c_str());
+  // Names in the dump come from the file and may hold anything.
+  std::string printable(osprey::EscapeUnprintable(out.data(), out.size(), nullptr, 0), '\0');
+  osprey::EscapeUnprintable(out.data(), out.size(), printable.data(), printable.size());
+  printf("file: %s (%zu bytes)\n%s", path, data.size(), printable.c_str());
   fflush(stdout);
   if (!status.ok()) {
     char message[2048];
