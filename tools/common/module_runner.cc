@@ -20,6 +20,16 @@ void RunOptions::AddFlags(FlagParser& parser) {
                         "Worker threads of the cpu-task device (at least 1). Default: the "
                         "driver's choice.");
   parser.AddList("device_param", &device_params, "Extra device parameter key=value.");
+  parser.AddByteSize("vm_stack_size", &vm_stack_size,
+                     "VM stack for bytecode call frames (at least 1K).");
+  parser.AddByteSize("max_memory", &max_memory,
+                     "Memory the module's bytecode may hold in lists and buffers (not device "
+                     "buffers), e.g. 64M. 0: no limit.");
+  parser.AddInt("max_instructions", &max_instructions,
+                "Bytecode instructions one call may execute. 0: no limit.");
+  parser.AddInt("deadline_ms", &deadline_ms,
+                "Milliseconds one call may take (checked between bytecode instructions and "
+                "device operations). 0: no limit.");
 }
 
 Status FromEmbedStatus(const embed::Status& status) {
@@ -61,9 +71,25 @@ StatusOr<std::unique_ptr<ModuleRunner>> ModuleRunner::Create(const RunOptions& o
   OSPREY_RETURN_IF_ERROR(FromEmbedStatus(embed::Device::Create(
       runner->instance_, options.device.c_str(), params, &runner->device_)));
 
+  if (options.max_instructions < 0 || options.deadline_ms < 0) {
+    return InvalidArgumentError("--max_instructions=%lld and --deadline_ms=%lld must not be "
+                                "negative (0: no limit)",
+                                static_cast<long long>(options.max_instructions),
+                                static_cast<long long>(options.deadline_ms));
+  }
+  if (options.deadline_ms > INT64_MAX / 1000000) {
+    return InvalidArgumentError("--deadline_ms=%lld is too large",
+                                static_cast<long long>(options.deadline_ms));
+  }
+  osprey_session_options_t session_options = embed::Session::Options();
+  session_options.vm_stack_size = size_t(options.vm_stack_size);
+  session_options.max_memory = size_t(options.max_memory);
+  session_options.max_instructions = uint64_t(options.max_instructions);
+  session_options.timeout_ns = uint64_t(options.deadline_ms) * 1000000u;
   OSPREY_RETURN_IF_ERROR(
-      FromEmbedStatus(embed::Session::Create(runner->instance_, runner->device_,
-                                             &runner->session_)));
+      FromEmbedStatus(embed::Session::Create(runner->instance_, runner->device_, session_options,
+                                             &runner->session_)),
+      "creating the session");
   OSPREY_RETURN_IF_ERROR(
       FromEmbedStatus(runner->session_.LoadModuleFile(options.module_path.c_str())));
   OSPREY_RETURN_IF_ERROR(FromEmbedStatus(

@@ -25,9 +25,16 @@ struct RunOptions {
   std::optional<int64_t> task_workers;
   // Extra "key=value" device parameters.
   std::vector<std::string> device_params;
+  // Session limits (osprey_session_options_t); 0 means no limit, except
+  // for the stack size.
+  uint64_t vm_stack_size = 64 * 1024;
+  uint64_t max_memory = uint64_t(64) << 20;
+  int64_t max_instructions = 0;
+  int64_t deadline_ms = 0;
 
-  // Declares --module, --device, --function, --input, --task_workers and
-  // --device_param on |parser|.
+  // Declares --module, --device, --function, --input, --task_workers,
+  // --device_param and the limit flags (--vm_stack_size, --max_memory,
+  // --max_instructions, --deadline_ms) on |parser|.
   void AddFlags(FlagParser& parser);
 };
 
