@@ -230,6 +230,18 @@ osprey_status_t* osprey_buffer_view_read(const osprey_buffer_view_t* view, void*
 
 typedef struct osprey_session_t osprey_session_t;
 
+/* What loading a module checks against the digests it carries (catching
+ * accidental corruption, not tampering: docs/security.md). */
+typedef enum osprey_integrity_check_e {
+  /* Every byte of the module: code, bytecode and weights. The default. */
+  OSPREY_INTEGRITY_CHECK_MODULE = 0,
+  /* Only the executables (the code mapped executable), not the weights. */
+  OSPREY_INTEGRITY_CHECK_EXECUTABLES = 1,
+  /* Nothing: modules executed in place from trusted flash, where reading
+   * every byte at load costs too much. */
+  OSPREY_INTEGRITY_CHECK_NONE = 2,
+} osprey_integrity_check_t;
+
 /* Limits on what the bytecode of the session's modules may take, per call
  * of an exported function (and per module initializer). A call that hits
  * one fails with the code below, a message naming the limit and the VM
@@ -252,6 +264,10 @@ typedef struct osprey_session_options_t {
    * operation; an operation already running finishes first. 0 (default):
    * no limit. Bare-metal builds need a clock (see docs/bare-metal.md). */
   uint64_t timeout_ns;
+  /* Digest checks when a module is loaded into the session; a mismatch is
+   * DATA_LOSS before any of the module's code is prepared. Default
+   * OSPREY_INTEGRITY_CHECK_MODULE. */
+  osprey_integrity_check_t integrity_check;
 } osprey_session_options_t;
 
 /* Fills |options| with the defaults above. */
@@ -279,7 +295,8 @@ void osprey_session_release(osprey_session_t* session);
 
 /* Loads the module file at |path| into the session (memory-mapped where the
  * platform allows, read into memory otherwise), verifies it and runs its
- * initializer. NOT_FOUND if the file cannot be opened; DATA_LOSS or
+ * initializer. NOT_FOUND if the file cannot be opened; DATA_LOSS (a digest
+ * that does not match: see osprey_session_options_t.integrity_check) or
  * INVALID_ARGUMENT (naming what is wrong) for a corrupt or incompatible
  * module; NOT_FOUND for an import no loaded module provides. */
 osprey_status_t* osprey_session_load_module_file(osprey_session_t* session, const char* path);

@@ -83,9 +83,11 @@ Status AddModule(osprey_session_t* session, ref_ptr<vm::Module> module) {
 
 Status LoadModule(osprey_session_t* session, std::span<const uint8_t> bytes,
                   ref_ptr<osprey::RefObject> owner) {
+  vm::LoadOptions options;
+  options.integrity = vm::IntegrityCheck(session->options.integrity_check);
   OSPREY_ASSIGN_OR_RETURN(auto module,
                           vm::BytecodeModule::Load(bytes, std::move(owner),
-                                                   session->instance->host_allocator));
+                                                   session->instance->host_allocator, options));
   // AddModule releases the module when linking fails, and with it the
   // module's bytes (unmapped or handed back to the application): the name
   // in the context line must be a copy.
@@ -262,6 +264,11 @@ osprey_status_t* osprey_session_create_with_options(osprey_instance_t* instance,
   osprey_session_options_t defaults;
   osprey_session_options_init(&defaults);
   if (!options) options = &defaults;
+  if (unsigned(options->integrity_check) > unsigned(OSPREY_INTEGRITY_CHECK_NONE)) {
+    return ToCStatus(osprey::InvalidArgumentError("integrity check %d is not one of "
+                                                  "OSPREY_INTEGRITY_CHECK_*",
+                                                  int(options->integrity_check)));
+  }
   if (options->vm_stack_size < 1024) {
     return ToCStatus(osprey::InvalidArgumentError(
         "VM stack size %zu is too small (minimum 1024 bytes)", options->vm_stack_size));

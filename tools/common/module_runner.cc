@@ -30,6 +30,9 @@ void RunOptions::AddFlags(FlagParser& parser) {
   parser.AddInt("deadline_ms", &deadline_ms,
                 "Milliseconds one call may take (checked between bytecode instructions and "
                 "device operations). 0: no limit.");
+  parser.AddString("verify_digest", &verify_digest,
+                   "What to check against the module's digests when loading it: module (every "
+                   "byte), executables (the code only) or none (trusted storage).");
 }
 
 Status FromEmbedStatus(const embed::Status& status) {
@@ -86,6 +89,16 @@ StatusOr<std::unique_ptr<ModuleRunner>> ModuleRunner::Create(const RunOptions& o
   session_options.max_memory = size_t(options.max_memory);
   session_options.max_instructions = uint64_t(options.max_instructions);
   session_options.timeout_ns = uint64_t(options.deadline_ms) * 1000000u;
+  if (options.verify_digest == "module") {
+    session_options.integrity_check = OSPREY_INTEGRITY_CHECK_MODULE;
+  } else if (options.verify_digest == "executables") {
+    session_options.integrity_check = OSPREY_INTEGRITY_CHECK_EXECUTABLES;
+  } else if (options.verify_digest == "none") {
+    session_options.integrity_check = OSPREY_INTEGRITY_CHECK_NONE;
+  } else {
+    return InvalidArgumentError("--verify_digest='%s' is not module, executables or none",
+                                options.verify_digest.c_str());
+  }
   OSPREY_RETURN_IF_ERROR(
       FromEmbedStatus(embed::Session::Create(runner->instance_, runner->device_, session_options,
                                              &runner->session_)),

@@ -31,10 +31,12 @@ struct RunOptions {
   uint64_t max_memory = uint64_t(64) << 20;
   int64_t max_instructions = 0;
   int64_t deadline_ms = 0;
+  // Digest checks at load: "module", "executables" or "none".
+  std::string verify_digest = "module";
 
   // Declares --module, --device, --function, --input, --task_workers,
   // --device_param and the limit flags (--vm_stack_size, --max_memory,
-  // --max_instructions, --deadline_ms) on |parser|.
+  // --max_instructions, --deadline_ms) and --verify_digest on |parser|.
   void AddFlags(FlagParser& parser);
 };
 

@@ -19,6 +19,7 @@ constexpr char kUsage[] =
     "                  [--output=@out.npy ...] [--expected_output=@ref.npy ...]\n"
     "                  [--tolerance=1e-4] [--task_workers=N]\n"
     "                  [--max_memory=64M] [--deadline_ms=N] [--max_instructions=N]\n"
+    "                  [--verify_digest=module|executables|none]\n"
     "Exits 0 on success, 1 on any error or output mismatch.";
 
 struct Flags {
