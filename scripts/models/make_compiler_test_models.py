@@ -276,6 +276,24 @@ def malformed(out_dir):
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, -3])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [], "negative_dim")
     save(model, out_dir, "negative_dim.onnx", check=False)
+    # A Reshape to dimensions whose product overflows 64 bits (found by the
+    # ONNX import fuzzer).
+    model = make_model(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 48, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(
+            np.array([1, 720575940379279363, 1090521620, 8], np.int64), "shape")],
+        "reshape_overflow")
+    save(model, out_dir, "reshape_overflow.onnx")
+    # A Resize scale whose output extent does not fit 64 bits (fuzzer too).
+    model = make_model(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1, 1, 1e30, 1], np.float32), "scales")],
+        "resize_overflow")
+    save(model, out_dir, "resize_overflow.onnx")
     # A node name with a terminal escape sequence and an invalid UTF-8 byte,
     # on a node whose input is never defined (so the name is echoed).
     model = make_model(
