@@ -294,6 +294,14 @@ def malformed(out_dir):
         [numpy_helper.from_array(np.array([1, 1, 1e30, 1], np.float32), "scales")],
         "resize_overflow")
     save(model, out_dir, "resize_overflow.onnx")
+    # A Resize to an empty axis (fuzzer too): floor(4 * 0.1) = 0.
+    model = make_model(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1, 1, 0.1, 1], np.float32), "scales")],
+        "resize_empty")
+    save(model, out_dir, "resize_empty.onnx")
     # A node name with a terminal escape sequence and an invalid UTF-8 byte,
     # on a node whose input is never defined (so the name is echoed).
     model = make_model(
