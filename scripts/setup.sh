@@ -16,6 +16,8 @@ packages=(
   # LLVM 19: clang/lld for building executables, LLVM + lld libraries for
   # the compiler, FileCheck/lit for compiler tests.
   clang-19 lld-19 llvm-19-dev llvm-19-tools liblld-19-dev libc++-19-dev
+  # libFuzzer and the sanitizer runtimes for clang-19 (scripts/fuzz.sh).
+  libclang-rt-19-dev
   libzstd-dev zlib1g-dev libedit-dev libxml2-dev libcurl4-openssl-dev
   # Libraries.
   libflatbuffers-dev flatbuffers-compiler libmimalloc-dev libabsl-dev

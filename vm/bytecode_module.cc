@@ -6,6 +6,7 @@
 #include <new>
 #include <utility>
 
+#include "runtime/base/digest.h"
 #include "vm/schema/module_generated.h"
 #include "vm/verifier.h"
 
@@ -21,7 +22,7 @@ bool IsIdentifierChar(char c) {
 
 // Module names: [A-Za-z0-9_]+.
 bool IsModuleName(const flatbuffers::String* s) {
-  if (!s || s->size() == 0 || s->size() > 256) return false;
+  if (!s || s->size() == 0 || s->size() > kMaxModuleNameLength) return false;
   for (char c : *s) {
     if (!IsIdentifierChar(c)) return false;
   }
@@ -30,7 +31,9 @@ bool IsModuleName(const flatbuffers::String* s) {
 
 // Function, export, segment names: [A-Za-z0-9_.]+, no leading/trailing '.'.
 bool IsSymbolName(const char* s, size_t length) {
-  if (length == 0 || length > 256 || s[0] == '.' || s[length - 1] == '.') return false;
+  if (length == 0 || length > kMaxModuleNameLength || s[0] == '.' || s[length - 1] == '.') {
+    return false;
+  }
   for (size_t i = 0; i < length; ++i) {
     if (!IsIdentifierChar(s[i]) && s[i] != '.') return false;
   }
@@ -139,16 +142,50 @@ BytecodeModule::~BytecodeModule() {
   if (debug_locations_) allocator_->Free(debug_locations_);
 }
 
+uint64_t ComputeModuleDigest(std::span<const uint8_t> file, size_t digest_offset) {
+  Digest64 digest;
+  digest.Update(file.data(), digest_offset);
+  digest.UpdateZeros(8);
+  digest.Update(file.data() + digest_offset + 8, file.size() - digest_offset - 8);
+  return digest.Finish();
+}
+
 StatusOr<ref_ptr<BytecodeModule>> BytecodeModule::Load(std::span<const uint8_t> file,
                                                       ref_ptr<RefObject> file_owner,
-                                                      Allocator* allocator) {
+                                                      Allocator* allocator,
+                                                      const LoadOptions& options) {
   OSPREY_ASSIGN_OR_RETURN(ref_ptr<BytecodeModule> module,
                           MakeRef<BytecodeModule>(allocator, allocator, std::move(file_owner)));
-  OSPREY_RETURN_IF_ERROR(module->Initialize(file), "loading VM module (%zu bytes)", file.size());
+  OSPREY_RETURN_IF_ERROR(module->Initialize(file, options), "loading VM module (%zu bytes)",
+                         file.size());
   return module;
 }
 
-Status BytecodeModule::Initialize(std::span<const uint8_t> file) {
+namespace {
+
+const char kNoDigestHint[] =
+    "written by a producer without digests, or the file is damaged; rebuild it, or load it "
+    "with integrity checks off";
+
+// Checks ModuleDef.digest against the whole file.
+Status CheckModuleDigest(std::span<const uint8_t> file, const fb::ModuleDef* def) {
+  if (!def->digest()) return DataLossError("module has no digest (%s)", kNoDigestHint);
+  const size_t offset = size_t(reinterpret_cast<const uint8_t*>(def->digest()) - file.data());
+  const uint64_t stored = def->digest()->value();
+  const uint64_t computed = ComputeModuleDigest(file, offset);
+  if (stored != computed) {
+    return DataLossError(
+        "module digest mismatch: the file records %016llx but its %zu bytes digest to %016llx; "
+        "the file is corrupt (damaged in storage or transfer)",
+        static_cast<unsigned long long>(stored), file.size(),
+        static_cast<unsigned long long>(computed));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status BytecodeModule::Initialize(std::span<const uint8_t> file, const LoadOptions& options) {
   //===--- Structure ------------------------------------------------------===//
   if (!file.data() || file.size() < 12) {
     return DataLossError("module file is %zu bytes; too small to be an .osp module", file.size());
@@ -177,6 +214,9 @@ Status BytecodeModule::Initialize(std::span<const uint8_t> file) {
   }
   const fb::ModuleDef* def = fb::GetSizePrefixedModuleDef(file.data());
   def_ = def;
+  if (options.integrity == IntegrityCheck::kModule) {
+    OSPREY_RETURN_IF_ERROR(CheckModuleDigest(file, def));
+  }
   if (def->format_version() != kModuleFormatVersion) {
     return UnimplementedError("module format version %u is not supported (this runtime reads %u)",
                               def->format_version(), kModuleFormatVersion);
@@ -385,6 +425,20 @@ Status BytecodeModule::Initialize(std::span<const uint8_t> file) {
     info.alignment = exe->alignment();
     OSPREY_RETURN_IF_ERROR(ResolveSegment(file, exe->data(), exe->external(), exe->alignment(),
                                           "executable", i, &info.data, &info.length));
+    if (options.integrity == IntegrityCheck::kExecutables) {
+      if (!exe->digest()) {
+        return DataLossError("executable %u ('%s') has no digest (%s)", i, info.name,
+                             kNoDigestHint);
+      }
+      const uint64_t computed = ComputeDigest64(info.data, info.length);
+      if (exe->digest()->value() != computed) {
+        return DataLossError(
+            "executable %u ('%s') digest mismatch: the file records %016llx but its %zu bytes "
+            "digest to %016llx; the code is corrupt",
+            i, info.name, static_cast<unsigned long long>(exe->digest()->value()), info.length,
+            static_cast<unsigned long long>(computed));
+      }
+    }
   }
 
   //===--- Attributes -----------------------------------------------------===//

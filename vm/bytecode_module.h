@@ -22,6 +22,32 @@ inline constexpr uint32_t kModuleFormatVersion = 1;
 inline constexpr char kModuleFileIdentifier[] = "OSPM";
 // Largest alignment a segment or executable may request.
 inline constexpr uint32_t kMaxSegmentAlignment = 4096;
+// Longest module name (and function, export or segment name) a module may
+// declare, in bytes.
+inline constexpr size_t kMaxModuleNameLength = 256;
+
+// What the loader checks against the digests the module carries (see
+// docs/security.md: they catch accidental corruption, not tampering).
+enum class IntegrityCheck : uint8_t {
+  // The digest of the whole file (ModuleDef.digest): every byte, weights
+  // and code included. The default.
+  kModule = 0,
+  // Only each executable's digest: the code that will be mapped executable
+  // is checked, rodata (weights) is not. For large modules whose load time
+  // matters more than bit-exact weights.
+  kExecutables = 1,
+  // Nothing: for modules executed in place from trusted storage, where
+  // reading every byte at load costs too much.
+  kNone = 2,
+};
+
+struct LoadOptions {
+  IntegrityCheck integrity = IntegrityCheck::kModule;
+};
+
+// The digest of |file| with the 8 bytes at |digest_offset| (where the
+// module stores its own digest) read as zeros.
+uint64_t ComputeModuleDigest(std::span<const uint8_t> file, size_t digest_offset);
 
 // A function after loading. Strings and code are borrowed from the file.
 struct FunctionInfo {
@@ -89,15 +115,19 @@ class BytecodeModule final : public Module {
   // that long (e.g. a mapped-file object); otherwise the caller guarantees
   // the lifetime. Segments requesting N-byte alignment need |file| to start
   // at an N-byte aligned address.
+  // Digests are checked as |options| says, before anything else looks at
+  // the contents.
   // Errors: DATA_LOSS for a file that is not a well-formed .osp FlatBuffer
-  // (truncated, corrupt, wrong identifier); INVALID_ARGUMENT for a
+  // (truncated, corrupt, wrong identifier), a digest that does not match or
+  // is missing while checked; INVALID_ARGUMENT for a
   // well-formed file that breaks a semantic rule (bad offsets, counts,
   // alignment, names, signatures, references, or bytecode rejected by the
   // verifier) with the function and offset; UNIMPLEMENTED for another
   // format version; RESOURCE_EXHAUSTED if |allocator| runs out.
   static StatusOr<ref_ptr<BytecodeModule>> Load(std::span<const uint8_t> file,
                                                 ref_ptr<RefObject> file_owner,
-                                                Allocator* allocator);
+                                                Allocator* allocator,
+                                                const LoadOptions& options = {});
 
   // Module interface.
   const char* name() const override { return name_; }
@@ -141,7 +171,7 @@ class BytecodeModule final : public Module {
   ~BytecodeModule() override;
 
  private:
-  Status Initialize(std::span<const uint8_t> file);
+  Status Initialize(std::span<const uint8_t> file, const LoadOptions& options);
 
   Allocator* allocator_;
   ref_ptr<RefObject> file_owner_;

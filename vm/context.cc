@@ -5,6 +5,7 @@
 #include <new>
 #include <utility>
 
+#include "runtime/base/platform/platform.h"
 #include "vm/bytecode_module.h"
 #include "vm/context_internal.h"
 #include "vm/interpreter.h"
@@ -17,7 +18,10 @@ const char* Function::module_name() const {
 }
 
 Context::Context(Instance* instance, const ContextOptions& options, Allocator* allocator)
-    : instance_(instance), options_(options), allocator_(allocator) {}
+    : instance_(instance),
+      options_(options),
+      allocator_(allocator),
+      interrupt_(options.interrupt ? options.interrupt : &own_interrupt_) {}
 
 Context::~Context() {
   // Destroy states in reverse link order: later modules may reference
@@ -43,6 +47,13 @@ StatusOr<ref_ptr<Context>> Context::Create(Instance* instance, std::span<Module*
 Status Context::Link(std::span<Module* const> modules) {
   if (modules.size() > 1024) {
     return InvalidArgumentError("too many modules (%zu)", modules.size());
+  }
+  if (options_.timeout_ns < 0) {
+    return InvalidArgumentError("timeout of %lld ns is negative",
+                                static_cast<long long>(options_.timeout_ns));
+  }
+  if (options_.max_memory != 0) {
+    OSPREY_ASSIGN_OR_RETURN(budget_, MemoryBudget::Create(options_.max_memory, allocator_));
   }
   void* memory = nullptr;
   if (!modules.empty()) {
@@ -135,6 +146,7 @@ Status Context::Link(std::span<Module* const> modules) {
   for (uint32_t i = 0; i < module_count_; ++i) {
     ModuleInstance& m = modules_[i];
     if (!m.bytecode || m.bytecode->initializer() < 0) continue;
+    BeginInvocation();
     OSPREY_RETURN_IF_ERROR(
         Interpreter::Run(this, &m, uint32_t(m.bytecode->initializer()), nullptr, nullptr),
         "running initializer of module '%s'", m.module->name());
@@ -209,12 +221,23 @@ Status Context::Invoke(const Function& function, std::span<const Value> args,
                                   ValueTypeName(args[k].type));
     }
   }
+  BeginInvocation();
   if (function.instance_->native) {
     return InvokeNative(function.instance_, function.ordinal_, nullptr, args.data(), args.size(),
                         results.data(), results.size());
   }
   return Interpreter::Run(this, function.instance_, function.ordinal_, args.data(),
                           results.data());
+}
+
+void Context::BeginInvocation() {
+  if (depth_ != 0) return;  // Re-entered from a native call: same invocation.
+  instructions_executed_ = 0;
+  deadline_ns_ = platform::kInfiniteFuture;
+  if (options_.timeout_ns > 0) {
+    invocation_start_ns_ = platform::MonotonicNanos();
+    deadline_ns_ = platform::DeadlineFromTimeout(options_.timeout_ns);
+  }
 }
 
 Status Context::InvokeNative(ModuleInstance* instance, uint32_t ordinal,

@@ -15,6 +15,7 @@
 #include <new>
 #include <utility>
 
+#include "runtime/base/platform/platform.h"
 #include "vm/buffer.h"
 #include "vm/bytecode.h"
 #include "vm/bytecode_module.h"
@@ -228,6 +229,10 @@ inline void CopyResults(const char* types, const uint8_t* from_list, const Regs&
 // Friend access helpers.
 class InterpreterState {
  public:
+  // Instructions between two checks of the interrupt flag and the deadline
+  // (a few hundred microseconds of bytecode at most).
+  static constexpr uint64_t kCheckInterval = 1u << 16;
+
   static Frame* PushFrame(Context* c, ModuleInstance* m, uint32_t function_index,
                           Frame* caller) {
     const FunctionInfo* fn = &m->bytecode->function(function_index);
@@ -262,6 +267,40 @@ class InterpreterState {
   static Status Overflow(Context* c, ModuleInstance* m, uint32_t function_index) {
     return StackOverflow(c, m, &m->bytecode->function(function_index), c->depth_, c->stack_top_,
                          c->options_.stack_size);
+  }
+
+  // Adds |executed| instructions to the invocation's count and checks the
+  // interrupt flag, the deadline and the instruction budget. On success
+  // sets |*slice| to the instructions that may run before the next check.
+  OSPREY_ATTRIBUTE_NOINLINE static Status Checkpoint(Context* c, int64_t executed,
+                                                     int64_t* slice) {
+    c->instructions_executed_ += uint64_t(executed);
+    if (OSPREY_UNLIKELY(c->interrupt_->load(std::memory_order_relaxed)) &&
+        c->interrupt_->exchange(false, std::memory_order_relaxed)) {
+      return CancelledError("interrupted by the application after %llu instructions",
+                            static_cast<unsigned long long>(c->instructions_executed_));
+    }
+    if (c->deadline_ns_ != platform::kInfiniteFuture) {
+      const int64_t now = platform::MonotonicNanos();
+      if (OSPREY_UNLIKELY(now >= c->deadline_ns_)) {
+        return DeadlineExceededError(
+            "call ran past its time limit of %lld us (%lld us elapsed, %llu instructions)",
+            static_cast<long long>(c->options_.timeout_ns / 1000),
+            static_cast<long long>((now - c->invocation_start_ns_) / 1000),
+            static_cast<unsigned long long>(c->instructions_executed_));
+      }
+    }
+    const uint64_t budget = c->options_.max_instructions;
+    uint64_t next = kCheckInterval;
+    if (budget != 0) {
+      if (OSPREY_UNLIKELY(c->instructions_executed_ >= budget)) {
+        return ResourceExhaustedError("instruction budget of %llu instructions exhausted",
+                                      static_cast<unsigned long long>(budget));
+      }
+      if (budget - c->instructions_executed_ < next) next = budget - c->instructions_executed_;
+    }
+    *slice = int64_t(next);
+    return OkStatus();
   }
 
   // Annotates |status| with a backtrace and pops frames up to and including
@@ -368,6 +407,11 @@ Status Interpreter::Run(Context* context, ModuleInstance* instance, uint32_t fun
   double* rd = regs.d;
   Ref* rr = regs.r;
   Status status;
+  // Instructions granted by the last checkpoint, and how many of them are
+  // left: each dispatch takes one, and running out enters the checkpoint
+  // (the first dispatch does at once).
+  int64_t slice = 0;
+  int64_t fuel = 0;
 
 #define R(n) ReadU16(pc + (n))
 #define RELOAD_REGS()   \
@@ -394,13 +438,21 @@ Status Interpreter::Run(Context* context, ModuleInstance* instance, uint32_t fun
 #define OSPREY_VM_LABEL_ADDR_(name, mnemonic, operands, flags) &&L_##name,
   static const void* const kDispatch[] = {OSPREY_VM_OPCODES(OSPREY_VM_LABEL_ADDR_)};
 #undef OSPREY_VM_LABEL_ADDR_
-#define DISPATCH() goto* kDispatch[*pc]
+#define DISPATCH()                                     \
+  do {                                                 \
+    if (OSPREY_UNLIKELY(--fuel < 0)) goto checkpoint;  \
+    goto* kDispatch[*pc];                              \
+  } while (false)
+#define DISPATCH_UNCHECKED() goto* kDispatch[*pc]
 #define OP(name) L_##name:
   DISPATCH();
 #else
 #define DISPATCH() goto dispatch
+#define DISPATCH_UNCHECKED() goto dispatch_unchecked
 #define OP(name) case Opcode::k##name:
 dispatch:
+  if (OSPREY_UNLIKELY(--fuel < 0)) goto checkpoint;
+dispatch_unchecked:
   switch (Opcode(*pc)) {
 #endif
 
@@ -709,6 +761,9 @@ dispatch:
       const Signature& sig = frame->instance->bytecode->import(ReadU32(pc + 1)).signature;
       TRY(S::CallNative(context, target, frame->instance->bytecode, sig, list, regs));
       pc = result_list + 1 + 2 * result_list[0];
+      // Native calls may take long: the next dispatch checks the limits.
+      slice -= fuel;
+      fuel = 0;
       DISPATCH();
     }
     Frame* callee = S::PushFrame(context, target.instance, target.ordinal, frame);
@@ -738,6 +793,7 @@ dispatch:
         }
       }
       S::PopFrame(context, frame);
+      context->instructions_executed_ += uint64_t(slice - fuel);
       return OkStatus();
     }
     Frame* caller = frame->caller;
@@ -797,7 +853,7 @@ dispatch:
       FAIL_WITH(InvalidArgumentError("list capacity %d is negative", capacity));
     }
     {
-      StatusOr<ref_ptr<List>> list = List::Create(size_t(capacity), context->allocator());
+      StatusOr<ref_ptr<List>> list = List::Create(size_t(capacity), context->vm_allocator());
       if (OSPREY_UNLIKELY(!list.ok())) FAIL_WITH(std::move(list).status());
       rr[R(1)] = Ref::FromRefPtr(std::move(*list), List::type());
     }
@@ -816,7 +872,13 @@ dispatch:
     TRY(GetList(rr[R(1)], &list));
     int32_t size = ri[R(3)];
     if (OSPREY_UNLIKELY(size < 0)) FAIL_WITH(InvalidArgumentError("list size %d is negative", size));
-    TRY(list->Resize(size_t(size)));
+    {
+      Status resized = list->Resize(size_t(size));
+      if (OSPREY_UNLIKELY(!resized.ok())) {
+        FAIL_WITH(std::move(resized).Annotate("resizing a list of %zu elements to %d",
+                                              list->size(), size));
+      }
+    }
     pc += 5;
     DISPATCH();
   }
@@ -851,7 +913,7 @@ dispatch:
     }
     {
       StatusOr<ref_ptr<Buffer>> buffer =
-          Buffer::Allocate(size_t(length), kDefaultAlignment, context->allocator());
+          Buffer::Allocate(size_t(length), kDefaultAlignment, context->vm_allocator());
       if (OSPREY_UNLIKELY(!buffer.ok())) FAIL_WITH(std::move(buffer).status());
       rr[R(1)] = Ref::FromRefPtr(std::move(*buffer), Buffer::type());
     }
@@ -927,8 +989,15 @@ dispatch:
   }
 #endif
 
+checkpoint:
+  // |fuel| is -1: the whole slice ran and the instruction at |pc| has not.
+  TRY(S::Checkpoint(context, slice, &slice));
+  fuel = slice - 1;  // The instruction about to run takes one.
+  DISPATCH_UNCHECKED();
+
 error:
   frame->pc = pc;
+  if (fuel >= 0) context->instructions_executed_ += uint64_t(slice - fuel);
   return S::Unwind(context, std::move(status), frame, entry);
 
 #undef R
@@ -936,6 +1005,7 @@ error:
 #undef FAIL_WITH
 #undef TRY
 #undef DISPATCH
+#undef DISPATCH_UNCHECKED
 #undef OP
 #undef BINARY
 #undef UNARY

@@ -530,8 +530,9 @@ absl::Status reshape(const Op &op, std::vector<TensorType> &out) {
     }
     if (dims[i] < 0) {
       knownDynamic = true;
-    } else {
-      known *= dims[i];
+    } else if (__builtin_mul_overflow(known, dims[i], &known)) {
+      return err("shape " + str(*shape) +
+                 " has more elements than can be addressed");
     }
   }
   int64_t total = x.numElements();
@@ -1049,11 +1050,20 @@ absl::Status resize(const Op &op, std::vector<TensorType> &out) {
       return err("scales must list one factor per input dimension");
     }
     for (int64_t i = 0; i < x.rank(); ++i) {
-      if ((*scales)[i] <= 0) {
+      if (!((*scales)[i] > 0)) {
         return err("scales must be positive");
       }
-      dims[i] = x.dim(i) < 0 ? kDynamic
-                             : static_cast<int64_t>(x.dim(i) * (*scales)[i]);
+      if (x.dim(i) < 0) {
+        dims[i] = kDynamic;
+        continue;
+      }
+      const double extent = static_cast<double>(x.dim(i)) * (*scales)[i];
+      if (!(extent < 9.0e18)) {
+        return err("scale " + std::to_string((*scales)[i]) +
+                   " makes output dimension " + std::to_string(i) +
+                   " larger than can be addressed");
+      }
+      dims[i] = static_cast<int64_t>(extent);
     }
   }
   out = {TensorType::ranked(x.elementType(), dims)};

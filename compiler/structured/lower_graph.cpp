@@ -1172,6 +1172,12 @@ private:
       unsigned a = axes[i];
       const std::vector<ResizeTaps> &taps = axisTaps[i];
       int64_t in = dims[a], out = t.dim(a);
+      if (in <= 0 || out <= 0) {
+        return absl::UnimplementedError(
+            "node '" + op.nodeName() + "' (Resize): resizing axis " +
+            std::to_string(a) + " from " + std::to_string(in) + " to " +
+            std::to_string(out) + " elements (an empty axis) is not supported");
+      }
       dims[a] = out;
       unsigned result;
       if (i + 1 == axes.size()) {

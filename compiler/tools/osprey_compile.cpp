@@ -13,6 +13,7 @@
 #include "compiler/targets/llvm_cpu/winograd_conv.h"
 #include "compiler/vm_backend/module_emitter.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -112,10 +113,50 @@ static absl::Status pinInputShapes(graph::Graph &g) {
   return absl::OkStatus();
 }
 
+// |text| with every byte that would not print as itself written as \xNN:
+// control characters other than newline and tab, DEL, C1 controls and bytes
+// outside well-formed UTF-8. Error messages echo names from the model file,
+// which may hold anything (terminal escape sequences included).
+static std::string printable(llvm::StringRef text) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&](unsigned char c) {
+    out += "\\x";
+    out += kHex[c >> 4];
+    out += kHex[c & 15];
+  };
+  for (size_t i = 0; i < text.size();) {
+    const auto *p = reinterpret_cast<const llvm::UTF8 *>(text.data() + i);
+    const unsigned char c = *p;
+    if (c < 0x80) {
+      if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+        escape(c);
+      } else {
+        out += char(c);
+      }
+      ++i;
+      continue;
+    }
+    const unsigned length = llvm::getNumBytesForUTF8(c);
+    const bool c1Control = c == 0xc2 && i + 1 < text.size() &&
+                           static_cast<unsigned char>(text[i + 1]) < 0xa0;
+    if (i + length <= text.size() && llvm::isLegalUTF8Sequence(p, p + length) &&
+        !c1Control) {
+      out.append(text.data() + i, length);
+      i += length;
+    } else {
+      escape(c);
+      ++i;
+    }
+  }
+  return out;
+}
+
 static int fail(const absl::Status &status) {
   llvm::errs() << "osprey-compile: error: "
                << absl::StatusCodeToString(status.code()) << ": "
-               << std::string(status.message()) << "\n";
+               << printable(std::string(status.message())) << "\n";
   return 1;
 }
 

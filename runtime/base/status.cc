@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "runtime/base/printable.h"
+
 namespace osprey {
 
 const char* StatusCodeName(StatusCode code) {
@@ -91,7 +93,31 @@ void Status::AppendV(const char* separator, const char* format, va_list args) {
     memcpy(payload->text, old->text, old_length);
     memcpy(payload->text + old_length, separator, separator_length);
   }
-  vsnprintf(payload->text + old_length + separator_length, size_t(added) + 1, format, args);
+  char* segment = payload->text + old_length + separator_length;
+  vsnprintf(segment, size_t(added) + 1, format, args);
+  // Messages quote names read from files: print anything unprintable in
+  // them as \xNN escapes (the old text was escaped when it was added).
+  const size_t escaped_length = EscapeUnprintable(segment, size_t(added), nullptr, 0);
+  if (escaped_length != size_t(added)) {
+    const size_t prefix = old_length + separator_length;
+    auto* escaped = static_cast<Payload*>(malloc(sizeof(Payload) + prefix + escaped_length));
+    if (escaped) {
+      escaped->code = payload->code;
+      escaped->length = prefix + escaped_length;
+      memcpy(escaped->text, payload->text, prefix);
+      EscapeUnprintable(segment, size_t(added), escaped->text + prefix, escaped_length);
+      escaped->text[prefix + escaped_length] = '\0';
+      free(payload);
+      payload = escaped;
+    } else {
+      // No memory for the longer text: blank every byte that is not plain
+      // printable ASCII instead.
+      for (size_t i = 0; i < size_t(added); ++i) {
+        const uint8_t c = uint8_t(segment[i]);
+        if ((c < 0x20 && c != '\n' && c != '\t') || c >= 0x7f) segment[i] = '?';
+      }
+    }
+  }
   Reset();
   rep_ = reinterpret_cast<uintptr_t>(payload);
 #else

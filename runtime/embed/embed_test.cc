@@ -1,8 +1,11 @@
 // Tests of the embedding API through its C++ wrapper: handles, statuses,
 // buffer views, module loading from memory and calls of modules assembled
 // in the test.
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -304,6 +307,171 @@ func @f(i32) -> (i32) regs(i=2) export {
   Status missing = session_.LoadModuleMemory(orphan_bytes.data(), orphan_bytes.size());
   EXPECT_EQ(missing.code(), OSPREY_STATUS_NOT_FOUND);
   EXPECT_THAT(missing.message(), HasSubstr("nobody.thing"));
+}
+
+// A module built for another runtime: one of its imports (hal.device.allocatoX)
+// does not exist. Linking fails after the session has already given the
+// module's bytes back (the application's release callback runs, or the file
+// is unmapped), and the error still names the module and the import.
+constexpr char kMisspelledImportModule[] = R"(
+module @misspelled version 1
+import @hal.device() -> (ref)
+import @hal.device.allocatoX(ref) -> (ref)
+func @main() -> (ref) regs(r=2) export {
+  call.import @hal.device() -> (%r0)
+  call.import @hal.device.allocatoX(%r0) -> (%r1)
+  return %r1
+}
+)";
+
+// Overwrites the module bytes when the session releases them, so anything
+// still reading them afterwards sees zeros (and ASan sees the access when
+// the bytes live in a freed copy).
+struct Scribbler {
+  size_t size = 0;
+  int calls = 0;
+  static void Release(void* user_data, void* memory) {
+    auto* self = static_cast<Scribbler*>(user_data);
+    ++self->calls;
+    std::memset(memory, 0, self->size);
+  }
+};
+
+TEST_F(EmbedTest, UnlinkableModuleIsNamedAfterItsBytesAreReleased) {
+  auto bytes = vm::AssembleModule(kMisspelledImportModule);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  vm::AlignedBytes module(*bytes);
+  Scribbler scribbler{module.size()};
+  Status status = session_.LoadModuleMemory(module.data(), module.size(), &Scribbler::Release,
+                                            &scribbler);
+  EXPECT_EQ(scribbler.calls, 1);
+  EXPECT_EQ(status.code(), OSPREY_STATUS_NOT_FOUND);
+  EXPECT_THAT(status.message(), HasSubstr("import 'hal.device.allocatoX'"));
+  EXPECT_THAT(status.message(), HasSubstr("linking module 'misspelled'"));
+
+  // From a file: the mapping is gone before the error is formatted.
+  const std::string path = ::testing::TempDir() + "/misspelled_import.osp";
+  FILE* file = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(file, nullptr);
+  ASSERT_EQ(std::fwrite(bytes->data(), 1, bytes->size(), file), bytes->size());
+  std::fclose(file);
+  status = session_.LoadModuleFile(path.c_str());
+  std::remove(path.c_str());
+  EXPECT_EQ(status.code(), OSPREY_STATUS_NOT_FOUND);
+  EXPECT_THAT(status.message(), HasSubstr("linking module 'misspelled'"));
+  EXPECT_THAT(status.message(), HasSubstr("module 'hal' has no export 'device.allocatoX'"));
+
+  // The session is unchanged and still loads good modules.
+  ASSERT_TRUE(session_.LoadModuleMemory(module_.data(), module_.size()).ok());
+}
+
+// Limits from osprey_session_options_t and interrupts from another thread.
+constexpr char kGreedyModule[] = R"(
+module @greedy version 1
+func @huge_list(i32) -> (i32) regs(i=2, r=1) export {
+  const.i32 %i1, 0
+  list.alloc %r0, %i1
+  list.resize %r0, %i0
+  list.size %i1, %r0
+  return %i1
+}
+func @spin() regs(i=1) export {
+^top:
+  add.imm.i32 %i0, %i0, 1
+  br ^top
+}
+)";
+
+class SessionLimitsTest : public EmbedTest {
+ protected:
+  void Load(const osprey_session_options_t& options) {
+    Status status = Session::Create(instance_, device_, options, &session_);
+    ASSERT_TRUE(status.ok()) << status.message();
+    auto bytes = vm::AssembleModule(kGreedyModule);
+    ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+    greedy_ = vm::AlignedBytes(*bytes);
+    status = session_.LoadModuleMemory(greedy_.data(), greedy_.size());
+    ASSERT_TRUE(status.ok()) << status.message();
+  }
+  Status CallI32(const char* name, osprey_value_t* args, size_t arg_count,
+                 osprey_value_t* result) {
+    Function fn;
+    Status status = session_.LookupFunction(name, &fn);
+    if (!status.ok()) return status;
+    size_t count = 0;
+    return Status(osprey_function_call_values(fn.get(), args, arg_count, result, 1, &count));
+  }
+  vm::AlignedBytes greedy_;
+};
+
+TEST_F(SessionLimitsTest, MemoryBudgetStopsAHugeList) {
+  osprey_session_options_t options = Session::Options();
+  EXPECT_EQ(options.vm_stack_size, 64u * 1024);
+  EXPECT_EQ(options.max_memory, size_t(64) << 20);
+  options.max_memory = 1 << 20;
+  Load(options);
+  osprey_value_t size{OSPREY_VALUE_TYPE_I32, {.i32 = 2147483647}};
+  osprey_value_t result{};
+  Status status = CallI32("greedy.huge_list", &size, 1, &result);
+  EXPECT_EQ(status.code(), OSPREY_STATUS_RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.message(), HasSubstr("VM memory budget exceeded"));
+  EXPECT_THAT(status.message(), HasSubstr("at greedy.huge_list+0x"));
+  size.u.i32 = 1000;
+  status = CallI32("greedy.huge_list", &size, 1, &result);
+  ASSERT_TRUE(status.ok()) << status.message();
+  EXPECT_EQ(result.u.i32, 1000);
+}
+
+TEST_F(SessionLimitsTest, TimeoutAndInstructionBudgetStopASpin) {
+  osprey_session_options_t options = Session::Options();
+  options.timeout_ns = 30 * 1000 * 1000;
+  Load(options);
+  Function spin;
+  ASSERT_TRUE(session_.LookupFunction("greedy.spin", &spin).ok());
+  size_t count = 0;
+  Status status(osprey_function_call_values(spin.get(), nullptr, 0, nullptr, 0, &count));
+  EXPECT_EQ(status.code(), OSPREY_STATUS_DEADLINE_EXCEEDED);
+  EXPECT_THAT(status.message(), HasSubstr("call ran past its time limit of 30000 us"));
+
+  options = Session::Options();
+  options.max_instructions = 5000;
+  Load(options);
+  ASSERT_TRUE(session_.LookupFunction("greedy.spin", &spin).ok());
+  status = Status(osprey_function_call_values(spin.get(), nullptr, 0, nullptr, 0, &count));
+  EXPECT_EQ(status.code(), OSPREY_STATUS_RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.message(), HasSubstr("instruction budget of 5000 instructions exhausted"));
+}
+
+TEST_F(SessionLimitsTest, InterruptStopsACallFromAnotherThread) {
+  Load(Session::Options());
+  Function spin;
+  ASSERT_TRUE(session_.LookupFunction("greedy.spin", &spin).ok());
+  // A later load relinks the session; the function looked up before it
+  // still belongs to the old context and must still be interruptible.
+  ASSERT_TRUE(session_.LoadModuleMemory(module_.data(), module_.size()).ok());
+  std::thread stopper([this] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    session_.Interrupt();
+  });
+  size_t count = 0;
+  Status status(osprey_function_call_values(spin.get(), nullptr, 0, nullptr, 0, &count));
+  stopper.join();
+  EXPECT_EQ(status.code(), OSPREY_STATUS_CANCELLED);
+  EXPECT_THAT(status.message(), HasSubstr("interrupted by the application"));
+  EXPECT_THAT(status.message(), HasSubstr("at greedy.spin+0x"));
+  osprey_value_t size{OSPREY_VALUE_TYPE_I32, {.i32 = 3}};
+  osprey_value_t result{};
+  ASSERT_TRUE(CallI32("greedy.huge_list", &size, 1, &result).ok());
+  EXPECT_EQ(result.u.i32, 3);
+}
+
+TEST_F(EmbedTest, SessionOptionsAreChecked) {
+  osprey_session_options_t options = Session::Options();
+  options.vm_stack_size = 512;
+  Session session;
+  Status status = Session::Create(instance_, device_, options, &session);
+  EXPECT_EQ(status.code(), OSPREY_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(status.message(), HasSubstr("VM stack size 512 is too small"));
 }
 
 // The hal_inline module: one call per dispatch, no command buffers in

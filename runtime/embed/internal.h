@@ -3,6 +3,8 @@
 #ifndef OSPREY_RUNTIME_EMBED_INTERNAL_H_
 #define OSPREY_RUNTIME_EMBED_INTERNAL_H_
 
+#include <atomic>
+
 #include "hal/api.h"
 #include "runtime/base/allocator.h"
 #include "runtime/base/ref_ptr.h"
@@ -28,6 +30,8 @@ struct osprey_device_t final : public osprey::RefObject {
 // contexts link their modules once.
 struct osprey_session_t final : public osprey::RefObject {
   static constexpr size_t kMaxModules = 16;
+  // Default of osprey_session_options_t.max_memory.
+  static constexpr size_t kDefaultMaxMemory = size_t(64) << 20;
   ~osprey_session_t() override {
     context.reset();
     for (size_t i = module_count; i-- > 0;) modules[i]->Release();
@@ -39,6 +43,10 @@ struct osprey_session_t final : public osprey::RefObject {
   osprey::vm::Module* modules[kMaxModules] = {};  // Each retained.
   size_t module_count = 0;
   osprey::ref_ptr<osprey::vm::Context> context;
+  osprey_session_options_t options = {};
+  // Shared by every context the session links, so that an interrupt
+  // reaches calls of functions looked up before a later load too.
+  std::atomic<bool> interrupt{false};
   // Arenas the application supplied, per module index (null: none); given
   // to each new context again when the session relinks.
   osprey::ref_ptr<osprey::hal::Buffer> arenas[kMaxModules];
@@ -53,7 +61,11 @@ struct osprey_module_t final : public osprey::RefObject {
 
 struct osprey_function_t final : public osprey::RefObject {
   osprey::ref_ptr<osprey_session_t> session;
-  osprey::ref_ptr<osprey::vm::Context> context;  // The context |function| belongs to.
+  osprey::ref_ptr<osprey::vm::Context> context;
+  osprey_session_options_t options = {};
+  // Shared by every context the session links, so that an interrupt
+  // reaches calls of functions looked up before a later load too.
+  std::atomic<bool> interrupt{false};  // The context |function| belongs to.
   osprey::vm::Function function;
   char name[128] = {};
 };

@@ -28,7 +28,8 @@
  *     several threads at once.
  *   - session: thread-compatible. Calls into one session (loading modules,
  *     lookups, osprey_function_call) must not overlap; use one session per
- *     thread for concurrent inference. Retain/release are thread-safe.
+ *     thread for concurrent inference. Retain/release and
+ *     osprey_session_interrupt are thread-safe.
  *   - module: as its session (set_arena is a call into the session).
  *   - buffer view: its shape and type never change. Reading its contents
  *     while a call that writes it is running is a data race.
@@ -48,7 +49,7 @@ extern "C" {
 #endif
 
 #define OSPREY_API_VERSION_MAJOR 0
-#define OSPREY_API_VERSION_MINOR 2
+#define OSPREY_API_VERSION_MINOR 3
 
 /*===------------------------------------------------------------------===*/
 /* Status                                                                 */
@@ -229,16 +230,73 @@ osprey_status_t* osprey_buffer_view_read(const osprey_buffer_view_t* view, void*
 
 typedef struct osprey_session_t osprey_session_t;
 
+/* What loading a module checks against the digests it carries (catching
+ * accidental corruption, not tampering: docs/security.md). */
+typedef enum osprey_integrity_check_e {
+  /* Every byte of the module: code, bytecode and weights. The default. */
+  OSPREY_INTEGRITY_CHECK_MODULE = 0,
+  /* Only the executables (the code mapped executable), not the weights. */
+  OSPREY_INTEGRITY_CHECK_EXECUTABLES = 1,
+  /* Nothing: modules executed in place from trusted flash, where reading
+   * every byte at load costs too much. */
+  OSPREY_INTEGRITY_CHECK_NONE = 2,
+} osprey_integrity_check_t;
+
+/* Limits on what the bytecode of the session's modules may take, per call
+ * of an exported function (and per module initializer). A call that hits
+ * one fails with the code below, a message naming the limit and the VM
+ * backtrace ("at module.function+0xOFFSET"); the session stays usable and
+ * the next call starts with the full budget. */
+typedef struct osprey_session_options_t {
+  /* Bytes of VM stack for call frames (at least 1024). Default 64 KiB.
+   * Deeper call chains than fit fail with RESOURCE_EXHAUSTED. */
+  size_t vm_stack_size;
+  /* Bytes that lists and buffers allocated by bytecode may hold at once
+   * (RESOURCE_EXHAUSTED past it). Compiled models need a few KiB; device
+   * buffers (tensors, the arena) are not counted here. Default 64 MiB;
+   * 0: no limit. */
+  size_t max_memory;
+  /* Bytecode instructions one call may execute (RESOURCE_EXHAUSTED past
+   * it). 0 (default): no limit. */
+  uint64_t max_instructions;
+  /* Wall-clock time one call may take, in nanoseconds (DEADLINE_EXCEEDED
+   * past it). Checked between bytecode instructions and after each device
+   * operation; an operation already running finishes first. 0 (default):
+   * no limit. Bare-metal builds need a clock (see docs/bare-metal.md). */
+  uint64_t timeout_ns;
+  /* Digest checks when a module is loaded into the session; a mismatch is
+   * DATA_LOSS before any of the module's code is prepared. Default
+   * OSPREY_INTEGRITY_CHECK_MODULE. */
+  osprey_integrity_check_t integrity_check;
+} osprey_session_options_t;
+
+/* Fills |options| with the defaults above. */
+void osprey_session_options_init(osprey_session_options_t* options);
+
 /* Creates a session on |device| (retained) with the "hal" and "hal_inline"
- * modules registered. */
+ * modules registered and the default options. */
 osprey_status_t* osprey_session_create(osprey_instance_t* instance, osprey_device_t* device,
                                        osprey_session_t** out_session);
+/* Like osprey_session_create with |options| (copied; NULL: the defaults).
+ * INVALID_ARGUMENT for a stack smaller than 1024 bytes. */
+osprey_status_t* osprey_session_create_with_options(osprey_instance_t* instance,
+                                                    osprey_device_t* device,
+                                                    const osprey_session_options_t* options,
+                                                    osprey_session_t** out_session);
+
+/* Stops the call running in |session| (or, if none is running, the next
+ * one) with CANCELLED and its backtrace at the next bytecode instruction or
+ * device-operation boundary. The call it stops consumes the request.
+ * Thread-safe: the one session function meant to be called while another
+ * thread is inside the session. */
+void osprey_session_interrupt(osprey_session_t* session);
 void osprey_session_retain(osprey_session_t* session);
 void osprey_session_release(osprey_session_t* session);
 
 /* Loads the module file at |path| into the session (memory-mapped where the
  * platform allows, read into memory otherwise), verifies it and runs its
- * initializer. NOT_FOUND if the file cannot be opened; DATA_LOSS or
+ * initializer. NOT_FOUND if the file cannot be opened; DATA_LOSS (a digest
+ * that does not match: see osprey_session_options_t.integrity_check) or
  * INVALID_ARGUMENT (naming what is wrong) for a corrupt or incompatible
  * module; NOT_FOUND for an import no loaded module provides. */
 osprey_status_t* osprey_session_load_module_file(osprey_session_t* session, const char* path);

@@ -196,6 +196,19 @@ class Session : public Handle<osprey_session_t, osprey_session_retain, osprey_se
     return Status(
         osprey_session_create(instance.get(), device.get(), out->reset_and_get_address()));
   }
+  // See osprey_session_options_t; start from Options() (the defaults).
+  static osprey_session_options_t Options() {
+    osprey_session_options_t options;
+    osprey_session_options_init(&options);
+    return options;
+  }
+  static Status Create(const Instance& instance, const Device& device,
+                       const osprey_session_options_t& options, Session* out) {
+    return Status(osprey_session_create_with_options(instance.get(), device.get(), &options,
+                                                     out->reset_and_get_address()));
+  }
+  // Thread-safe; see osprey_session_interrupt.
+  void Interrupt() { osprey_session_interrupt(get()); }
   Status LoadModuleFile(const char* path) {
     return Status(osprey_session_load_module_file(get(), path));
   }

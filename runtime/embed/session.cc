@@ -48,6 +48,13 @@ class ReleaseOwner final : public osprey::RefObject {
 // only if linking succeeds.
 Status Relink(osprey_session_t* session) {
   vm::ContextOptions options;
+  options.stack_size = session->options.vm_stack_size;
+  options.max_memory = session->options.max_memory;
+  options.max_instructions = session->options.max_instructions;
+  options.timeout_ns = session->options.timeout_ns > uint64_t(INT64_MAX)
+                           ? INT64_MAX
+                           : int64_t(session->options.timeout_ns);
+  options.interrupt = &session->interrupt;
   OSPREY_ASSIGN_OR_RETURN(
       auto context,
       vm::Context::Create(session->instance->vm_instance.get(),
@@ -76,10 +83,16 @@ Status AddModule(osprey_session_t* session, ref_ptr<vm::Module> module) {
 
 Status LoadModule(osprey_session_t* session, std::span<const uint8_t> bytes,
                   ref_ptr<osprey::RefObject> owner) {
+  vm::LoadOptions options;
+  options.integrity = vm::IntegrityCheck(session->options.integrity_check);
   OSPREY_ASSIGN_OR_RETURN(auto module,
                           vm::BytecodeModule::Load(bytes, std::move(owner),
-                                                   session->instance->host_allocator));
-  const char* name = module->name();
+                                                   session->instance->host_allocator, options));
+  // AddModule releases the module when linking fails, and with it the
+  // module's bytes (unmapped or handed back to the application): the name
+  // in the context line must be a copy.
+  char name[vm::kMaxModuleNameLength + 1];
+  snprintf(name, sizeof(name), "%s", module->name());
   OSPREY_RETURN_IF_ERROR(AddModule(session, ref_ptr<vm::Module>(std::move(module))),
                          "linking module '%s'", name);
   return osprey::OkStatus();
@@ -227,15 +240,42 @@ Status CallValues(osprey_function_t* function, const osprey_value_t* inputs, siz
 
 extern "C" {
 
+void osprey_session_options_init(osprey_session_options_t* options) {
+  if (!options) return;
+  *options = osprey_session_options_t{};
+  options->vm_stack_size = vm::ContextOptions().stack_size;
+  options->max_memory = osprey_session_t::kDefaultMaxMemory;
+}
+
 osprey_status_t* osprey_session_create(osprey_instance_t* instance, osprey_device_t* device,
                                        osprey_session_t** out_session) {
+  return osprey_session_create_with_options(instance, device, nullptr, out_session);
+}
+
+osprey_status_t* osprey_session_create_with_options(osprey_instance_t* instance,
+                                                    osprey_device_t* device,
+                                                    const osprey_session_options_t* options,
+                                                    osprey_session_t** out_session) {
   if (!out_session) return ToCStatus(osprey::InvalidArgumentError("out_session is null"));
   *out_session = nullptr;
   if (!instance || !device) {
     return ToCStatus(osprey::InvalidArgumentError("instance and device are required"));
   }
+  osprey_session_options_t defaults;
+  osprey_session_options_init(&defaults);
+  if (!options) options = &defaults;
+  if (unsigned(options->integrity_check) > unsigned(OSPREY_INTEGRITY_CHECK_NONE)) {
+    return ToCStatus(osprey::InvalidArgumentError("integrity check %d is not one of "
+                                                  "OSPREY_INTEGRITY_CHECK_*",
+                                                  int(options->integrity_check)));
+  }
+  if (options->vm_stack_size < 1024) {
+    return ToCStatus(osprey::InvalidArgumentError(
+        "VM stack size %zu is too small (minimum 1024 bytes)", options->vm_stack_size));
+  }
   auto session = MakeRef<osprey_session_t>(instance->host_allocator);
   if (!session.ok()) return ToCStatus(std::move(session).status());
+  (*session)->options = *options;
   (*session)->instance = ref_ptr<osprey_instance_t>(instance);
   (*session)->device = ref_ptr<osprey_device_t>(device);
   auto module = hal_module::CreateModule(device->device, instance->host_allocator);
@@ -250,6 +290,10 @@ osprey_status_t* osprey_session_create(osprey_instance_t* instance, osprey_devic
   if (!status.ok()) return ToCStatus(std::move(status).Annotate("creating session"));
   *out_session = session->release();
   return nullptr;
+}
+
+void osprey_session_interrupt(osprey_session_t* session) {
+  if (session) session->interrupt.store(true, std::memory_order_relaxed);
 }
 
 void osprey_session_retain(osprey_session_t* session) {

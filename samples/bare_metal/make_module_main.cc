@@ -19,8 +19,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cannot read '%s'\n", argv[1]);
     return 1;
   }
+  // A read error (e.g. a directory) leaves |text| failed instead of throwing.
   std::stringstream text;
-  text << input.rdbuf();
+  if (!(text << input.rdbuf())) {
+    std::fprintf(stderr, "cannot read '%s' (empty, or not a readable file)\n", argv[1]);
+    return 1;
+  }
   osprey::StatusOr<std::vector<uint8_t>> module = osprey::vm::AssembleModule(text.str());
   if (!module.ok()) {
     char message[512];

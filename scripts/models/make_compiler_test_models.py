@@ -281,6 +281,65 @@ def old_opset(out_dir):
 def malformed(out_dir):
     with open(os.path.join(out_dir, "malformed.onnx"), "wb") as f:
         f.write(b"\x08\x07\x12\xff\xff\xff\xff\x0fthis is not a model")
+    # A model in ONNX's text format instead of a binary ModelProto.
+    with open(os.path.join(out_dir, "text_model.onnx"), "w") as f:
+        f.write('<ir_version: 8, opset_import: ["" : 17]>\n'
+                'agraph (float[N] x) => (float[N] y) {\n  y = Relu(x)\n}\n')
+    # A node list whose third node has a field with wire type 7.
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["a"], name="r0"),
+         helper.make_node("Relu", ["a"], ["b"], name="r1"),
+         helper.make_node("Relu", ["b"], ["y"], name="r2")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [],
+        "bad_wire_type")
+    data = bytearray(model.SerializeToString())
+    name = data.find(b"\x1a\x02r2")  # NodeProto.name (field 3) of the third node
+    assert name > 0
+    data[name] = (3 << 3) | 7  # Field 3 with the nonexistent wire type 7.
+    with open(os.path.join(out_dir, "bad_wire_type.onnx"), "wb") as f:
+        f.write(data)
+    # An input dimension of -3: neither a size nor an unknown dimension.
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, -3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [], "negative_dim")
+    save(model, out_dir, "negative_dim.onnx", check=False)
+    # A Reshape to dimensions whose product overflows 64 bits (found by the
+    # ONNX import fuzzer).
+    model = make_model(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="reshape")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 48, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(
+            np.array([1, 720575940379279363, 1090521620, 8], np.int64), "shape")],
+        "reshape_overflow")
+    save(model, out_dir, "reshape_overflow.onnx")
+    # A Resize scale whose output extent does not fit 64 bits (fuzzer too).
+    model = make_model(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1, 1, 1e30, 1], np.float32), "scales")],
+        "resize_overflow")
+    save(model, out_dir, "resize_overflow.onnx")
+    # A Resize to an empty axis (fuzzer too): floor(4 * 0.1) = 0.
+    model = make_model(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], name="resize")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array([1, 1, 0.1, 1], np.float32), "scales")],
+        "resize_empty")
+    save(model, out_dir, "resize_empty.onnx")
+    # A node name with a terminal escape sequence and an invalid UTF-8 byte,
+    # on a node whose input is never defined (so the name is echoed).
+    model = make_model(
+        [helper.make_node("Relu", ["nowhere"], ["y"], name="\x1b[2Jevil#")],
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [], "escape_name")
+    data = model.SerializeToString().replace(b"evil#", b"evil\xff")
+    with open(os.path.join(out_dir, "escape_name.onnx"), "wb") as f:
+        f.write(data)
 
 
 def tensor_info(name, shape, elem=TensorProto.FLOAT):

@@ -12,6 +12,13 @@ void FlagParser::AddString(const char* name, std::string* value, const char* hel
 void FlagParser::AddInt(const char* name, int64_t* value, const char* help) {
   flags_.push_back({name, Kind::kInt, value, help});
 }
+void FlagParser::AddOptionalInt(const char* name, std::optional<int64_t>* value,
+                                const char* help) {
+  flags_.push_back({name, Kind::kOptionalInt, value, help});
+}
+void FlagParser::AddByteSize(const char* name, uint64_t* value, const char* help) {
+  flags_.push_back({name, Kind::kByteSize, value, help});
+}
 void FlagParser::AddDouble(const char* name, double* value, const char* help) {
   flags_.push_back({name, Kind::kDouble, value, help});
 }
@@ -37,7 +44,8 @@ Status FlagParser::Apply(const Flag& flag, const std::string& value) {
     case Kind::kList:
       static_cast<std::vector<std::string>*>(flag.value)->push_back(value);
       return OkStatus();
-    case Kind::kInt: {
+    case Kind::kInt:
+    case Kind::kOptionalInt: {
       char* end = nullptr;
       errno = 0;
       long long parsed = std::strtoll(value.c_str(), &end, 10);
@@ -45,7 +53,35 @@ Status FlagParser::Apply(const Flag& flag, const std::string& value) {
         return InvalidArgumentError("--%s expects an integer, got '%s'", flag.name.c_str(),
                                     value.c_str());
       }
-      *static_cast<int64_t*>(flag.value) = parsed;
+      if (flag.kind == Kind::kInt) {
+        *static_cast<int64_t*>(flag.value) = parsed;
+      } else {
+        *static_cast<std::optional<int64_t>*>(flag.value) = parsed;
+      }
+      return OkStatus();
+    }
+    case Kind::kByteSize: {
+      const size_t digits = value.find_first_not_of("0123456789");
+      const std::string suffix = digits == std::string::npos ? "" : value.substr(digits);
+      int shift = -1;
+      if (suffix.empty() || suffix == "B") {
+        shift = 0;
+      } else {
+        const char unit = char(suffix[0] | 0x20);  // Lower case.
+        const std::string rest = suffix.substr(1);
+        if (rest.empty() || rest == "B" || rest == "iB") {
+          shift = unit == 'k' ? 10 : unit == 'm' ? 20 : unit == 'g' ? 30 : -1;
+        }
+      }
+      errno = 0;
+      const unsigned long long parsed =
+          digits == 0 ? 0 : std::strtoull(value.substr(0, digits).c_str(), nullptr, 10);
+      if (value.empty() || digits == 0 || shift < 0 || errno == ERANGE || (parsed >> (64 - 1 - shift)) != 0) {
+        return InvalidArgumentError(
+            "--%s expects a byte count such as 1048576, 64K, 512M or 2G, got '%s'",
+            flag.name.c_str(), value.c_str());
+      }
+      *static_cast<uint64_t*>(flag.value) = uint64_t(parsed) << shift;
       return OkStatus();
     }
     case Kind::kDouble: {
@@ -129,7 +165,9 @@ std::string FlagParser::Usage() const {
     text += "  --" + flag.name;
     switch (flag.kind) {
       case Kind::kString: text += "=STRING"; break;
-      case Kind::kInt: text += "=INT"; break;
+      case Kind::kInt:
+      case Kind::kOptionalInt: text += "=INT"; break;
+      case Kind::kByteSize: text += "=BYTES"; break;
       case Kind::kDouble: text += "=NUMBER"; break;
       case Kind::kBool: break;
       case Kind::kList: text += "=VALUE (repeatable)"; break;

@@ -4,6 +4,7 @@
 #define OSPREY_TOOLS_COMMON_FLAGS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,12 @@ class FlagParser {
 
   void AddString(const char* name, std::string* value, const char* help);
   void AddInt(const char* name, int64_t* value, const char* help);
+  // An integer that stays empty unless the flag is given, so that a tool
+  // can tell "not given" from every value (and reject 0 or negatives).
+  void AddOptionalInt(const char* name, std::optional<int64_t>* value, const char* help);
+  // A byte count: a non-negative integer with an optional K, M or G suffix
+  // (powers of 1024, optionally followed by "iB" or "B"): 65536, 64K, 512MiB.
+  void AddByteSize(const char* name, uint64_t* value, const char* help);
   void AddDouble(const char* name, double* value, const char* help);
   // --name, --name=true/false/1/0, --noname.
   void AddBool(const char* name, bool* value, const char* help);
@@ -39,7 +46,7 @@ class FlagParser {
   std::string Usage() const;
 
  private:
-  enum class Kind { kString, kInt, kDouble, kBool, kList };
+  enum class Kind { kString, kInt, kOptionalInt, kByteSize, kDouble, kBool, kList };
   struct Flag {
     std::string name;
     Kind kind;

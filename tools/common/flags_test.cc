@@ -69,6 +69,48 @@ TEST(FlagsTest, ReportsErrors) {
   }
 }
 
+TEST(FlagsTest, OptionalIntsTellAbsentFromZero) {
+  std::optional<int64_t> workers;
+  FlagParser parser("usage");
+  parser.AddOptionalInt("task_workers", &workers, "w");
+  {
+    Args args({"tool"});
+    ASSERT_TRUE(parser.Parse(&args.argc, args.argv()).ok());
+    EXPECT_FALSE(workers.has_value());
+  }
+  {
+    Args args({"tool", "--task_workers=0"});
+    ASSERT_TRUE(parser.Parse(&args.argc, args.argv()).ok());
+    ASSERT_TRUE(workers.has_value());
+    EXPECT_EQ(*workers, 0);
+  }
+  {
+    Args args({"tool", "--task_workers", "-1"});
+    ASSERT_TRUE(parser.Parse(&args.argc, args.argv()).ok());
+    EXPECT_EQ(*workers, -1);
+  }
+}
+
+TEST(FlagsTest, ParsesByteSizes) {
+  uint64_t bytes = 7;
+  FlagParser parser("usage");
+  parser.AddByteSize("max_memory", &bytes, "m");
+  const std::pair<const char*, uint64_t> good[] = {
+      {"0", 0},          {"1048576", 1048576},   {"64K", 64u << 10},    {"64k", 64u << 10},
+      {"512M", 512u << 20}, {"512MiB", 512u << 20}, {"2GB", 2ull << 30}, {"100B", 100}};
+  for (const auto& [text, value] : good) {
+    Args args({"tool", std::string("--max_memory=") + text});
+    ASSERT_TRUE(parser.Parse(&args.argc, args.argv()).ok()) << text;
+    EXPECT_EQ(bytes, value) << text;
+  }
+  for (const char* text : {"", "M", "-1", "1.5G", "12X", "3T", "99999999999G", "4Mx"}) {
+    Args args({"tool", std::string("--max_memory=") + text});
+    Status status = parser.Parse(&args.argc, args.argv());
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(status.message(), HasSubstr("expects a byte count")) << text;
+  }
+}
+
 TEST(FlagsTest, KeepsUnknownFlagsWhenAllowed) {
   std::string module;
   FlagParser parser("usage");

@@ -16,8 +16,23 @@ void RunOptions::AddFlags(FlagParser& parser) {
   parser.AddList("input", &inputs,
                  "One function input: @file.npy or an inline tensor such as 2x3xf32=1,2,3,4,5,6 "
                  "(scalars: i32=4). Repeat in argument order.");
-  parser.AddInt("task_workers", &task_workers, "Worker threads of the cpu-task device.");
+  parser.AddOptionalInt("task_workers", &task_workers,
+                        "Worker threads of the cpu-task device (at least 1). Default: the "
+                        "driver's choice.");
   parser.AddList("device_param", &device_params, "Extra device parameter key=value.");
+  parser.AddByteSize("vm_stack_size", &vm_stack_size,
+                     "VM stack for bytecode call frames (at least 1K).");
+  parser.AddByteSize("max_memory", &max_memory,
+                     "Memory the module's bytecode may hold in lists and buffers (not device "
+                     "buffers), e.g. 64M. 0: no limit.");
+  parser.AddInt("max_instructions", &max_instructions,
+                "Bytecode instructions one call may execute. 0: no limit.");
+  parser.AddInt("deadline_ms", &deadline_ms,
+                "Milliseconds one call may take (checked between bytecode instructions and "
+                "device operations). 0: no limit.");
+  parser.AddString("verify_digest", &verify_digest,
+                   "What to check against the module's digests when loading it: module (every "
+                   "byte), executables (the code only) or none (trusted storage).");
 }
 
 Status FromEmbedStatus(const embed::Status& status) {
@@ -36,9 +51,15 @@ StatusOr<std::unique_ptr<ModuleRunner>> ModuleRunner::Create(const RunOptions& o
                          "creating the instance");
 
   std::vector<std::string> keys, values;
-  if (options.task_workers > 0) {
+  if (options.task_workers) {
+    if (*options.task_workers < 1) {
+      return InvalidArgumentError(
+          "--task_workers=%lld: a cpu-task device needs at least 1 worker (leave the flag out "
+          "for the driver's default)",
+          static_cast<long long>(*options.task_workers));
+    }
     keys.push_back("task_workers");
-    values.push_back(std::to_string(options.task_workers));
+    values.push_back(std::to_string(*options.task_workers));
   }
   for (const std::string& param : options.device_params) {
     const size_t equals = param.find('=');
@@ -53,9 +74,35 @@ StatusOr<std::unique_ptr<ModuleRunner>> ModuleRunner::Create(const RunOptions& o
   OSPREY_RETURN_IF_ERROR(FromEmbedStatus(embed::Device::Create(
       runner->instance_, options.device.c_str(), params, &runner->device_)));
 
+  if (options.max_instructions < 0 || options.deadline_ms < 0) {
+    return InvalidArgumentError("--max_instructions=%lld and --deadline_ms=%lld must not be "
+                                "negative (0: no limit)",
+                                static_cast<long long>(options.max_instructions),
+                                static_cast<long long>(options.deadline_ms));
+  }
+  if (options.deadline_ms > INT64_MAX / 1000000) {
+    return InvalidArgumentError("--deadline_ms=%lld is too large",
+                                static_cast<long long>(options.deadline_ms));
+  }
+  osprey_session_options_t session_options = embed::Session::Options();
+  session_options.vm_stack_size = size_t(options.vm_stack_size);
+  session_options.max_memory = size_t(options.max_memory);
+  session_options.max_instructions = uint64_t(options.max_instructions);
+  session_options.timeout_ns = uint64_t(options.deadline_ms) * 1000000u;
+  if (options.verify_digest == "module") {
+    session_options.integrity_check = OSPREY_INTEGRITY_CHECK_MODULE;
+  } else if (options.verify_digest == "executables") {
+    session_options.integrity_check = OSPREY_INTEGRITY_CHECK_EXECUTABLES;
+  } else if (options.verify_digest == "none") {
+    session_options.integrity_check = OSPREY_INTEGRITY_CHECK_NONE;
+  } else {
+    return InvalidArgumentError("--verify_digest='%s' is not module, executables or none",
+                                options.verify_digest.c_str());
+  }
   OSPREY_RETURN_IF_ERROR(
-      FromEmbedStatus(embed::Session::Create(runner->instance_, runner->device_,
-                                             &runner->session_)));
+      FromEmbedStatus(embed::Session::Create(runner->instance_, runner->device_, session_options,
+                                             &runner->session_)),
+      "creating the session");
   OSPREY_RETURN_IF_ERROR(
       FromEmbedStatus(runner->session_.LoadModuleFile(options.module_path.c_str())));
   OSPREY_RETURN_IF_ERROR(FromEmbedStatus(

@@ -4,6 +4,7 @@
 #define OSPREY_TOOLS_COMMON_MODULE_RUNNER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,13 +21,22 @@ struct RunOptions {
   std::string function = "main";
   // "@file.npy" or inline specs, one per function input.
   std::vector<std::string> inputs;
-  // cpu-task worker count; 0 leaves the driver default.
-  int64_t task_workers = 0;
+  // cpu-task worker count; empty leaves the driver default.
+  std::optional<int64_t> task_workers;
   // Extra "key=value" device parameters.
   std::vector<std::string> device_params;
+  // Session limits (osprey_session_options_t); 0 means no limit, except
+  // for the stack size.
+  uint64_t vm_stack_size = 64 * 1024;
+  uint64_t max_memory = uint64_t(64) << 20;
+  int64_t max_instructions = 0;
+  int64_t deadline_ms = 0;
+  // Digest checks at load: "module", "executables" or "none".
+  std::string verify_digest = "module";
 
-  // Declares --module, --device, --function, --input, --task_workers and
-  // --device_param on |parser|.
+  // Declares --module, --device, --function, --input, --task_workers,
+  // --device_param and the limit flags (--vm_stack_size, --max_memory,
+  // --max_instructions, --deadline_ms) and --verify_digest on |parser|.
   void AddFlags(FlagParser& parser);
 };
 

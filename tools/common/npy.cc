@@ -6,8 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 
 namespace osprey::tools {
 
@@ -329,17 +327,6 @@ StatusOr<HostTensor> ParseNpy(std::span<const uint8_t> bytes) {
   return tensor;
 }
 
-StatusOr<std::vector<uint8_t>> ReadFileBytes(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return NotFoundError("cannot open '%s': %s", path.c_str(), std::strerror(errno));
-  }
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(file)),
-                             std::istreambuf_iterator<char>());
-  if (file.bad()) return DataLossError("error reading '%s'", path.c_str());
-  return bytes;
-}
-
 StatusOr<HostTensor> ReadNpyFile(const std::string& path) {
   OSPREY_ASSIGN_OR_RETURN(auto bytes, ReadFileBytes(path));
   OSPREY_ASSIGN_OR_RETURN(auto tensor, ParseNpy(bytes), "reading '%s'", path.c_str());
@@ -383,13 +370,7 @@ StatusOr<std::vector<uint8_t>> SerializeNpy(const HostTensor& tensor) {
 
 Status WriteNpyFile(const std::string& path, const HostTensor& tensor) {
   OSPREY_ASSIGN_OR_RETURN(auto bytes, SerializeNpy(tensor), "writing '%s'", path.c_str());
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file) {
-    return NotFoundError("cannot create '%s': %s", path.c_str(), std::strerror(errno));
-  }
-  file.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-  if (!file) return DataLossError("error writing '%s'", path.c_str());
-  return OkStatus();
+  return WriteFileBytes(path, bytes);
 }
 
 StatusOr<HostTensor> ParseInputArgument(const std::string& argument) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "runtime/base/status.h"
+#include "tools/common/file_io.h"
 #include "tools/common/host_tensor.h"
 
 namespace osprey::tools {
@@ -30,9 +31,6 @@ StatusOr<HostTensor> ReadNpyFile(const std::string& path);
 StatusOr<std::vector<uint8_t>> SerializeNpy(const HostTensor& tensor);
 // Writes |tensor| to |path|.
 Status WriteNpyFile(const std::string& path, const HostTensor& tensor);
-
-// Reads a whole file; NOT_FOUND if it cannot be opened.
-StatusOr<std::vector<uint8_t>> ReadFileBytes(const std::string& path);
 
 // Parses an input argument: "@file.npy" reads the file, anything else is a
 // tensor spec (see ParseTensorSpec).

@@ -13,11 +13,11 @@
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
+#include "runtime/base/printable.h"
+#include "tools/common/file_io.h"
 #include "tools/osprey-dump/dump.h"
 
 namespace {
@@ -32,16 +32,20 @@ void PrintUsage(FILE* out) {
 
 // Prints one file; returns 0 if it is valid, 1 otherwise.
 int DumpOne(const char* path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    fprintf(stderr, "osprey-dump: %s: cannot open file\n", path);
+  auto bytes = osprey::tools::ReadFileBytes(path);
+  if (!bytes.ok()) {
+    char message[1024];
+    bytes.status().ToString(message, sizeof(message));
+    fprintf(stderr, "osprey-dump: %s\n", message);
     return 1;
   }
-  std::vector<uint8_t> data((std::istreambuf_iterator<char>(file)),
-                            std::istreambuf_iterator<char>());
+  const std::vector<uint8_t>& data = *bytes;
   std::string out;
   osprey::Status status = osprey::tools::dump::DumpFile(data, &out);
-  printf("file: %s (%zu bytes)\n%s", path, data.size(), out.c_str());
+  // Names in the dump come from the file and may hold anything.
+  std::string printable(osprey::EscapeUnprintable(out.data(), out.size(), nullptr, 0), '\0');
+  osprey::EscapeUnprintable(out.data(), out.size(), printable.data(), printable.size());
+  printf("file: %s (%zu bytes)\n%s", path, data.size(), printable.c_str());
   fflush(stdout);
   if (!status.ok()) {
     char message[2048];

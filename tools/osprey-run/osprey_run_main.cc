@@ -18,6 +18,8 @@ constexpr char kUsage[] =
     "                  --input=@in.npy|--input=2x3xf32=1,2,3,4,5,6 ...\n"
     "                  [--output=@out.npy ...] [--expected_output=@ref.npy ...]\n"
     "                  [--tolerance=1e-4] [--task_workers=N]\n"
+    "                  [--max_memory=64M] [--deadline_ms=N] [--max_instructions=N]\n"
+    "                  [--verify_digest=module|executables|none]\n"
     "Exits 0 on success, 1 on any error or output mismatch.";
 
 struct Flags {

@@ -346,7 +346,10 @@ class Printer {
 
 StatusOr<std::string> Disassemble(std::span<const uint8_t> file) {
   OSPREY_ASSIGN_OR_RETURN(ref_ptr<BytecodeModule> module,
-                          BytecodeModule::Load(file, nullptr, Allocator::Default()));
+                          BytecodeModule::Load(file, nullptr, Allocator::Default(),
+                                               // Prints what is there; checking digests is
+                                               // up to whoever runs the module.
+                                               LoadOptions{IntegrityCheck::kNone}));
   Printer printer(*module);
   return printer.Run();
 }

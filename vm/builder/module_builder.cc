@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "runtime/base/digest.h"
+#include "vm/bytecode_module.h"
 #include "vm/schema/module_generated.h"
 
 namespace osprey::vm {
@@ -235,10 +237,12 @@ StatusOr<std::vector<uint8_t>> ModuleBuilder::Serialize(
     make_data(s, &data, &external, &range);
     auto format = b.CreateString(s.format);
     auto name = s.name.empty() ? flatbuffers::Offset<flatbuffers::String>() : b.CreateString(s.name);
+    const fb::Digest64Def digest(ComputeDigest64(s.data.data(), s.data.size()));
     fb::ExecutableDefBuilder eb(b);
     eb.add_format(format);
     if (!s.name.empty()) eb.add_name(name);
     eb.add_alignment(s.alignment);
+    if (options.digests) eb.add_digest(&digest);
     if (external) {
       eb.add_external(&range);
     } else {
@@ -254,12 +258,14 @@ StatusOr<std::vector<uint8_t>> ModuleBuilder::Serialize(
   for (const auto& [key, value] : attributes_) {
     attributes.push_back(fb::CreateAttributeDefDirect(b, key.c_str(), value.c_str()));
   }
+  // Zero for now: Build() fills it in once the whole file is laid out.
+  const fb::Digest64Def placeholder(0);
   auto module = fb::CreateModuleDefDirect(
       b, format_version_, name_.c_str(), version_, imports.empty() ? nullptr : &imports,
       exports.empty() ? nullptr : &exports, functions.empty() ? nullptr : &functions,
       bytecode.empty() ? nullptr : &bytecode, rodata.empty() ? nullptr : &rodata,
       executables.empty() ? nullptr : &executables, globals, initializer_, debug,
-      attributes.empty() ? nullptr : &attributes);
+      attributes.empty() ? nullptr : &attributes, options.digests ? &placeholder : nullptr);
   fb::FinishSizePrefixedModuleDefBuffer(b, module);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }
@@ -285,7 +291,7 @@ StatusOr<std::vector<uint8_t>> ModuleBuilder::Build(const BuildOptions& options)
   }
   std::vector<uint64_t> offsets(external.size(), 0);
   OSPREY_ASSIGN_OR_RETURN(std::vector<uint8_t> file, Serialize(options, offsets));
-  if (external.empty()) return file;
+  if (external.empty()) return Seal(std::move(file), options);
   // The FlatBuffer's size does not depend on the offsets stored in it
   // (fixed-size structs), so lay the segments out after it and serialize
   // again with the real offsets.
@@ -304,7 +310,18 @@ StatusOr<std::vector<uint8_t>> ModuleBuilder::Build(const BuildOptions& options)
   for (size_t i = 0; i < external.size(); ++i) {
     memcpy(final_file.data() + offsets[i], external[i]->data.data(), external[i]->data.size());
   }
-  return final_file;
+  return Seal(std::move(final_file), options);
+}
+
+StatusOr<std::vector<uint8_t>> ModuleBuilder::Seal(std::vector<uint8_t> file,
+                                                  const BuildOptions& options) const {
+  if (!options.digests) return file;
+  const fb::ModuleDef* def = fb::GetSizePrefixedModuleDef(file.data());
+  if (!def->digest()) return InternalError("module digest field is missing");
+  const size_t offset = size_t(reinterpret_cast<const uint8_t*>(def->digest()) - file.data());
+  uint64_t digest = ComputeModuleDigest(file, offset);
+  for (int i = 0; i < 8; ++i, digest >>= 8) file[offset + size_t(i)] = uint8_t(digest);
+  return file;
 }
 
 //===----------------------------------------------------------------------===//

@@ -73,6 +73,10 @@ struct BuildOptions {
   // after the FlatBuffer at aligned file offsets instead of inline. Those
   // aligned to more than 32 bytes (the FlatBuffers limit) always are.
   size_t external_threshold = SIZE_MAX;
+  // Write the digests of the file and of each executable (ModuleDef.digest,
+  // ExecutableDef.digest), which loaders check by default. Off only to make
+  // modules as older producers wrote them.
+  bool digests = true;
 };
 
 // Collects a module's tables and serializes them. Indices returned by the
@@ -139,6 +143,9 @@ class ModuleBuilder {
   };
   StatusOr<std::vector<uint8_t>> Serialize(const BuildOptions& options,
                                            const std::vector<uint64_t>& external_offsets) const;
+  // Writes the module digest into the finished |file|.
+  StatusOr<std::vector<uint8_t>> Seal(std::vector<uint8_t> file,
+                                      const BuildOptions& options) const;
 
   std::string name_;
   uint32_t version_ = 0;

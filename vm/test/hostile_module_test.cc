@@ -17,6 +17,9 @@ namespace {
 using testing::LoadBytes;
 using testing::StatusText;
 
+// Flipped bytes must reach the checks behind the digest.
+constexpr LoadOptions kNoDigests{IntegrityCheck::kNone};
+
 constexpr char kVictim[] = R"asm(
 module @victim version 2
 import @host.read_dim(ref, i32) -> (i64)
@@ -61,7 +64,7 @@ std::vector<uint8_t> VictimFile() {
 // Loads |bytes|; if that succeeds the module must also print.
 bool LoadAndPrint(const std::vector<uint8_t>& bytes, std::string* error) {
   AlignedBytes aligned(bytes);
-  auto module = BytecodeModule::Load(aligned.span(), nullptr, Allocator::Default());
+  auto module = BytecodeModule::Load(aligned.span(), nullptr, Allocator::Default(), kNoDigests);
   if (!module.ok()) {
     *error = StatusText(module.status());
     return false;
@@ -134,7 +137,7 @@ TEST(HostileModuleTest, RandomByteFlipsAnywhere) {
 TEST(HostileModuleTest, RandomByteFlipsInBytecode) {
   std::vector<uint8_t> file = VictimFile();
   AlignedBytes aligned(file);
-  auto module = BytecodeModule::Load(aligned.span(), nullptr, Allocator::Default());
+  auto module = BytecodeModule::Load(aligned.span(), nullptr, Allocator::Default(), kNoDigests);
   ASSERT_TRUE(module.ok());
   const FunctionInfo& first = (*module)->function(0);
   const FunctionInfo& last = (*module)->function((*module)->function_count() - 1);

@@ -60,11 +60,12 @@ constexpr NativeFunction kExpectFunctions[] = {
 
 }  // namespace
 
-StatusOr<LoadedModule> LoadBytes(std::span<const uint8_t> file) {
+StatusOr<LoadedModule> LoadBytes(std::span<const uint8_t> file, const LoadOptions& options) {
   LoadedModule loaded;
   loaded.bytes = AlignedBytes(file);
   OSPREY_ASSIGN_OR_RETURN(loaded.module,
-                          BytecodeModule::Load(loaded.bytes.span(), nullptr, Allocator::Default()));
+                          BytecodeModule::Load(loaded.bytes.span(), nullptr, Allocator::Default(),
+                                               options));
   return loaded;
 }
 

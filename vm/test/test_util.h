@@ -20,8 +20,11 @@ struct LoadedModule {
 
 // Assembles |text| and loads it. Errors from either step are returned.
 StatusOr<LoadedModule> LoadAssembly(std::string_view text, const BuildOptions& options = {});
-// Loads |file| from aligned storage.
-StatusOr<LoadedModule> LoadBytes(std::span<const uint8_t> file);
+// Loads |file| from aligned storage. Digests are not checked unless
+// |options| says so: loader tests build modules field by field and flip
+// bytes to reach the checks behind the digest.
+StatusOr<LoadedModule> LoadBytes(std::span<const uint8_t> file,
+                                 const LoadOptions& options = {IntegrityCheck::kNone});
 
 // The "expect" module: eq_i32(i32,i32), eq_i64, eq_f32, eq_f64 (bitwise,
 // NaN equals NaN) and eq_ref(ref,ref) (same object). A mismatch returns

@@ -7,6 +7,7 @@
 
 #include "compiler/graph/op_registry.h"
 #include "compiler/graph/status.h"
+#include "compiler/import/onnx/proto_diagnosis.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -259,8 +260,17 @@ private:
     }
     std::vector<int64_t> dims;
     for (const auto &d : tt.shape().dim()) {
-      dims.push_back(d.has_dim_value() && d.dim_value() >= 0 ? d.dim_value()
-                                                             : graph::kDynamic);
+      // An unknown size is a dimension without dim_value (or with a symbolic
+      // dim_param); a negative dim_value is not a size at all.
+      if (d.has_dim_value() && d.dim_value() < 0) {
+        return absl::InvalidArgumentError(
+            what + " '" + vi.name() + "' has dimension " +
+            std::to_string(dims.size()) + " of size " +
+            std::to_string(d.dim_value()) +
+            ", which is not valid (sizes are >= 0; an unknown size has no "
+            "dim_value or a symbolic dim_param)");
+      }
+      dims.push_back(d.has_dim_value() ? d.dim_value() : graph::kDynamic);
     }
     COMPILER_RETURN_IF_ERROR(checkByteSize(dims, *et, what, vi.name()));
     return TensorType::ranked(*et, dims);
@@ -1225,7 +1235,9 @@ importOnnxBytes(std::string bytes, llvm::StringRef baseDir,
                 const ImportOptions &options) {
   auto model = std::make_shared<onnx::ModelProto>();
   if (bytes.empty() || !model->ParseFromString(bytes)) {
-    return absl::InvalidArgumentError("not a valid ONNX ModelProto");
+    return absl::InvalidArgumentError(
+        "not a valid ONNX ModelProto: " +
+        diagnoseProtoParseFailure(bytes, onnx::ModelProto::descriptor()));
   }
   if (!model->has_graph()) {
     return absl::InvalidArgumentError("ONNX model has no graph");

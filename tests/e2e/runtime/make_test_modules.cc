@@ -5,6 +5,7 @@
 //
 //   make_test_modules --elf=vector_add_x86_64.so --format=elf-x86_64
 //                     --asm=dynamic_add.vmasm --out_dir=DIR
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -365,8 +366,39 @@ Status Run(const std::string& elf_path, const std::string& format, const std::st
   OSPREY_ASSIGN_OR_RETURN(auto bad_executable, BuildSimpleAdd(bad_elf, format),
                           "building simple_add with a bad executable");
   OSPREY_RETURN_IF_ERROR(WriteFile(out_dir + "/bad_executable.osp", bad_executable));
+  // a flipped bit in the executable's code (the digests: the whole file,
+  // or the executable alone),
+  std::vector<uint8_t> flipped = bytes;
+  const auto code = std::search(flipped.begin(), flipped.end(), elf.begin(), elf.end());
+  if (code == flipped.end()) return InternalError("the executable is not stored inline");
+  code[elf.size() / 2] ^= 0x10;
+  OSPREY_RETURN_IF_ERROR(WriteFile(out_dir + "/simple_add_flipped_code.osp", flipped));
   // and a file that is not a module at all.
   OSPREY_RETURN_IF_ERROR(WriteFile(out_dir + "/not_a_module.osp", Text("hello, world\n")));
+
+  // Well-formed modules whose code asks for too much: a list of 2^31-1
+  // elements (32 GiB), and a loop that never ends.
+  OSPREY_ASSIGN_OR_RETURN(auto huge_list, vm::AssembleModule(R"(
+module @huge_list version 1
+func @main() -> (i32) regs(i=2, r=1) export {
+  const.i32 %i0, 0
+  list.alloc %r0, %i0
+  const.i32 %i1, 2147483647
+  list.resize %r0, %i1
+  list.size %i0, %r0
+  return %i0
+}
+)"));
+  OSPREY_RETURN_IF_ERROR(WriteFile(out_dir + "/huge_list.osp", huge_list));
+  OSPREY_ASSIGN_OR_RETURN(auto spin, vm::AssembleModule(R"(
+module @spin version 1
+func @main() regs(i=1) export {
+^top:
+  add.imm.i32 %i0, %i0, 1
+  br ^top
+}
+)"));
+  OSPREY_RETURN_IF_ERROR(WriteFile(out_dir + "/spin.osp", spin));
   return OkStatus();
 }
 
