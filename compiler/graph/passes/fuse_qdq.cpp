@@ -471,7 +471,7 @@ private:
       double r = std::round(v);
       return static_cast<int64_t>(std::clamp(r, -2147483648.0, 2147483647.0));
     };
-    if (auto dq = dequantized(b)) {
+    if (dequantized(b)) {
       return std::nullopt; // i8/u8 bias: not an accumulator-scale bias
     }
     Op *def = b->definingOp();
