@@ -72,6 +72,20 @@ constexpr OpInfo kOps[] = {
     {"Resize", 1, 4, 1, 1, TC::Numeric, r::resize, false},
     {"Shape", 1, 1, 1, 1, TC::Any, r::shape, false},
     {"Constant", 0, 0, 1, 1, TC::Any, r::constant, false},
+    // Quantization: ONNX operators (quantized_shape_rules.cpp).
+    {"QuantizeLinear", 2, 3, 1, 1, TC::Float, r::quantizeLinear, false},
+    {"DequantizeLinear", 2, 3, 1, 1, TC::Numeric, r::dequantizeLinear, false},
+    {"QLinearConv", 8, 9, 1, 1, TC::Numeric, r::qlinearConv, false},
+    {"QLinearMatMul", 8, 8, 1, 1, TC::Numeric, r::qlinearMatMul, false},
+    {"ConvInteger", 2, 4, 1, 1, TC::Numeric, r::convInteger, false},
+    {"MatMulInteger", 2, 4, 1, 1, TC::Numeric, r::matMulInteger, false},
+    // Canonical quantized ops written by the fuse-qdq pass.
+    {"QConv", 3, 5, 1, 1, TC::Numeric, r::qconv, false},
+    {"QMatMul", 3, 5, 1, 1, TC::Numeric, r::qmatmul, false},
+    {"QAdd", 2, 2, 1, 1, TC::Numeric, r::qbinary, false},
+    {"QMul", 2, 2, 1, 1, TC::Numeric, r::qbinary, false},
+    {"QRescale", 1, 1, 1, 1, TC::Numeric, r::qrescale, true},
+    {"QAveragePool", 1, 1, 1, 1, TC::Numeric, r::qpool, false},
 };
 
 } // namespace

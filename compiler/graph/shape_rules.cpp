@@ -222,6 +222,15 @@ absl::Status conv(const Op &op, std::vector<TensorType> &out) {
     out = {TensorType::unranked(x.elementType())};
     return absl::OkStatus();
   }
+  std::vector<int64_t> dims;
+  COMPILER_RETURN_IF_ERROR(convDims(op, x, w, dims));
+  COMPILER_RETURN_IF_ERROR(checkVector(op, 2, dims[1], "bias"));
+  out = {TensorType::ranked(x.elementType(), dims)};
+  return absl::OkStatus();
+}
+
+absl::Status convDims(const Op &op, const TensorType &x, const TensorType &w,
+                      std::vector<int64_t> &dims) {
   if (x.rank() < 3 || w.rank() != x.rank()) {
     return err("expected input and weight of equal rank >= 3, found " +
                x.str() + " and " + w.str());
@@ -257,17 +266,15 @@ absl::Status conv(const Op &op, std::vector<TensorType> &out) {
       }
     }
   }
-  COMPILER_RETURN_IF_ERROR(checkVector(op, 2, m, "bias"));
   Window win;
   COMPILER_RETURN_IF_ERROR(readWindow(op, spatial, win));
-  std::vector<int64_t> dims = {x.dim(0), m};
+  dims = {x.dim(0), m};
   for (size_t i = 0; i < spatial; ++i) {
     int64_t extent;
     COMPILER_RETURN_IF_ERROR(windowExtent(win, spatial, i, x.dim(2 + i),
                                           kernel[i], false, extent));
     dims.push_back(extent);
   }
-  out = {TensorType::ranked(x.elementType(), dims)};
   return absl::OkStatus();
 }
 
@@ -368,6 +375,14 @@ absl::Status matmul(const Op &op, std::vector<TensorType> &out) {
     out = {TensorType::unranked(a.elementType())};
     return absl::OkStatus();
   }
+  std::vector<int64_t> dims;
+  COMPILER_RETURN_IF_ERROR(matmulDims(a, b, dims));
+  out = {TensorType::ranked(a.elementType(), dims)};
+  return absl::OkStatus();
+}
+
+absl::Status matmulDims(const TensorType &a, const TensorType &b,
+                        std::vector<int64_t> &batch) {
   if (a.rank() == 0 || b.rank() == 0) {
     return err("operands must have rank >= 1");
   }
@@ -383,7 +398,6 @@ absl::Status matmul(const Op &op, std::vector<TensorType> &out) {
   if (ka >= 0 && kb >= 0 && ka != kb) {
     return err("inner dimensions differ: " + a.str() + " x " + b.str());
   }
-  std::vector<int64_t> batch;
   COMPILER_RETURN_IF_ERROR(
       broadcastShapes(llvm::ArrayRef<int64_t>(ad).drop_back(2),
                       llvm::ArrayRef<int64_t>(bd).drop_back(2), batch));
@@ -393,7 +407,6 @@ absl::Status matmul(const Op &op, std::vector<TensorType> &out) {
   if (!bVec) {
     batch.push_back(bd.back());
   }
-  out = {TensorType::ranked(a.elementType(), batch)};
   return absl::OkStatus();
 }
 

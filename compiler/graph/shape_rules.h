@@ -37,7 +37,27 @@ OSPREY_SHAPE_RULE(softmax)
 OSPREY_SHAPE_RULE(reduce)
 OSPREY_SHAPE_RULE(layerNorm)
 OSPREY_SHAPE_RULE(resize)
+// Quantization (quantized_shape_rules.cpp).
+OSPREY_SHAPE_RULE(quantizeLinear)
+OSPREY_SHAPE_RULE(dequantizeLinear)
+OSPREY_SHAPE_RULE(qlinearConv)
+OSPREY_SHAPE_RULE(qlinearMatMul)
+OSPREY_SHAPE_RULE(convInteger)
+OSPREY_SHAPE_RULE(matMulInteger)
+OSPREY_SHAPE_RULE(qconv)
+OSPREY_SHAPE_RULE(qmatmul)
+OSPREY_SHAPE_RULE(qbinary)
+OSPREY_SHAPE_RULE(qrescale)
+OSPREY_SHAPE_RULE(qpool)
 #undef OSPREY_SHAPE_RULE
+
+// Result dims of a convolution of |x| by |w| (ranked) with |op|'s group,
+// kernel_shape, strides, dilations, pads and auto_pad attributes.
+absl::Status convDims(const Op &op, const TensorType &x, const TensorType &w,
+                      std::vector<int64_t> &dims);
+// Result dims of ONNX MatMul of ranked |a| and |b|.
+absl::Status matmulDims(const TensorType &a, const TensorType &b,
+                        std::vector<int64_t> &dims);
 
 } // namespace osprey::compiler::graph::rules
 

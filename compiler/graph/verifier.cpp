@@ -56,6 +56,22 @@ constexpr AttrKindEntry kAttrKinds[] = {
     {"coordinate_transformation_mode", AttrKind::String},
     {"nearest_mode", AttrKind::String},
     {"keep_aspect_ratio_policy", AttrKind::String},
+    // Canonical quantized ops (fuse_qdq.cpp) and their notes.
+    {"x_zero_point", AttrKind::Int},
+    {"a_zero_point", AttrKind::Int},
+    {"b_zero_point", AttrKind::Int},
+    {"y_zero_point", AttrKind::Int},
+    {"act_min", AttrKind::Int},
+    {"act_max", AttrKind::Int},
+    {"multiplier", AttrKind::Int},
+    {"shift", AttrKind::Int},
+    {"a_multiplier", AttrKind::Int},
+    {"a_shift", AttrKind::Int},
+    {"b_multiplier", AttrKind::Int},
+    {"b_shift", AttrKind::Int},
+    {"left_shift", AttrKind::Int},
+    {"output_dtype", AttrKind::String},
+    {"note", AttrKind::String},
 };
 
 const char *kindName(AttrKind kind) {

@@ -564,10 +564,22 @@ int64_t largestDivisorUpTo(int64_t bound, int64_t limit) {
 
 } // namespace
 
+// Whether |root| reads and writes f32 only: the packed, depthwise and
+// Winograd code paths and their tile plans are f32; integer roots (int8
+// convolutions accumulating in i32) run the generic loops.
+static bool isFloatRoot(const StructuredProgram &p, const StructuredOp &root) {
+  auto f32 = [&](unsigned t) {
+    return p.tensors[t].type.elementType() == ElementType::F32;
+  };
+  return f32(root.output.tensor) &&
+         std::all_of(root.inputs.begin(), root.inputs.end(),
+                     [&](const OperandAccess &in) { return f32(in.tensor); });
+}
+
 std::optional<GemmPlan> planGemm(const StructuredProgram &p,
                                  const StructuredOp &root) {
   OpClass cls = root.classify();
-  if (root.winograd ||
+  if (!isFloatRoot(p, root) || root.winograd ||
       (cls != OpClass::Contraction && cls != OpClass::Convolution) ||
       root.inputs.size() != 2 || !root.init || !root.output.map.isProjectedPermutation() ||
       root.output.map.results.empty()) {
@@ -670,8 +682,9 @@ std::optional<GemmPlan> planGemm(const StructuredProgram &p,
 
 std::optional<RowConvPlan> planRowConv(const StructuredProgram &p,
                                        const StructuredOp &root) {
-  if (root.classify() != OpClass::Convolution || root.inputs.size() != 2 ||
-      !root.init || root.output.map.results.size() < 2 || planGemm(p, root)) {
+  if (!isFloatRoot(p, root) || root.classify() != OpClass::Convolution ||
+      root.inputs.size() != 2 || !root.init ||
+      root.output.map.results.size() < 2 || planGemm(p, root)) {
     return std::nullopt;
   }
   size_t n = root.bounds.size();

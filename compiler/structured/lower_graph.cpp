@@ -7,6 +7,7 @@
 
 #include "compiler/graph/op_registry.h"
 #include "compiler/graph/status.h"
+#include "compiler/structured/lower_quantized.h"
 
 namespace osprey::compiler::structured {
 namespace {
@@ -21,9 +22,17 @@ constexpr const char *kDynamicResult =
     "dynamic shapes are not implemented (the graph inputs are static, so "
     "this shape depends on tensor values known only at run time)";
 
-class Lowering {
+class Lowering : public QuantizedLoweringContext {
 public:
   explicit Lowering(const graph::Graph &graph) : graph_(graph) {}
+
+  absl::StatusOr<unsigned> valueTensor(const Value *v) override {
+    return tensorFor(v);
+  }
+  unsigned tempTensor(const std::string &base, TensorType type) override {
+    return newTensor(base, std::move(type));
+  }
+  StructuredProgram &structuredProgram() override { return program_; }
 
   absl::StatusOr<StructuredProgram> run() {
     program_.name = graph_.name();
@@ -547,6 +556,9 @@ private:
     }
     if (k == "LayerNormalization") {
       return lowerLayerNorm(op);
+    }
+    if (isQuantizedOpKind(k)) {
+      return lowerQuantizedOp(op, *this);
     }
     return unimplemented(op);
   }

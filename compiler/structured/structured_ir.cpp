@@ -192,6 +192,12 @@ unsigned ScalarBody::cast(unsigned a, ElementType to) {
   return nodes_.size() - 1;
 }
 
+unsigned ScalarBody::requantize(unsigned x, unsigned multiplier,
+                                unsigned shift) {
+  nodes_.push_back({ScalarKind::Requantize, {x, multiplier, shift}});
+  return nodes_.size() - 1;
+}
+
 bool ScalarBody::isCopy() const {
   const ScalarNode &n = nodes_[result_];
   return n.kind == ScalarKind::Input && n.index == 0;
@@ -212,6 +218,34 @@ bool ScalarBody::isMultiplyAccumulate() const {
     const ScalarNode &b = nodes_[mul.operands[1]];
     if (a.kind == ScalarKind::Input && b.kind == ScalarKind::Input &&
         a.index != b.index) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool ScalarBody::isWideningMultiplyAccumulate() const {
+  const ScalarNode &add = nodes_[result_];
+  if (add.kind != ScalarKind::Add) {
+    return false;
+  }
+  auto castInput = [&](unsigned node) -> std::optional<unsigned> {
+    const ScalarNode &c = nodes_[node];
+    if (c.kind != ScalarKind::Cast ||
+        nodes_[c.operands[0]].kind != ScalarKind::Input) {
+      return std::nullopt;
+    }
+    return nodes_[c.operands[0]].index;
+  };
+  for (int side = 0; side < 2; ++side) {
+    const ScalarNode &acc = nodes_[add.operands[side]];
+    const ScalarNode &mul = nodes_[add.operands[1 - side]];
+    if (acc.kind != ScalarKind::Output || mul.kind != ScalarKind::Mul) {
+      continue;
+    }
+    auto a = castInput(mul.operands[0]), b = castInput(mul.operands[1]);
+    if (a && b && *a != *b &&
+        nodes_[mul.operands[0]].castTo == nodes_[mul.operands[1]].castTo) {
       return true;
     }
   }
@@ -243,6 +277,9 @@ const char *scalarName(ScalarKind k) {
   case ScalarKind::CmpLt: return "cmplt";
   case ScalarKind::CmpGt: return "cmpgt";
   case ScalarKind::Select: return "select";
+  case ScalarKind::RoundEven: return "roundeven";
+  case ScalarKind::AddSat: return "addsat";
+  case ScalarKind::Requantize: return "requantize";
   default: return "?";
   }
 }
@@ -305,7 +342,7 @@ OpClass StructuredOp::classify() const {
   if (!hasReduction()) {
     return plainReads ? OpClass::Elementwise : OpClass::Gather;
   }
-  if (body.isMultiplyAccumulate()) {
+  if (body.isMultiplyAccumulate() || body.isWideningMultiplyAccumulate()) {
     bool permutationReads = true;
     for (const OperandAccess &in : inputs) {
       permutationReads &= !in.padValue && in.map.isProjectedPermutation();

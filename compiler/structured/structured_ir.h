@@ -65,12 +65,13 @@ enum class ScalarKind : uint8_t {
   Input,  // value of input operand |index|
   Output, // current accumulator (reductions) value
   Const,
-  // Unary.
-  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Recip, Cast,
-  // Binary.
-  Add, Sub, Mul, Div, Max, Min, Pow, CmpEq, CmpLt, CmpGt,
-  // Ternary.
-  Select,
+  // Unary. RoundEven: a float rounded to an integral value, ties to even.
+  Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Recip, Cast, RoundEven,
+  // Binary. AddSat: integer addition saturating to the type's range.
+  Add, Sub, Mul, Div, Max, Min, Pow, CmpEq, CmpLt, CmpGt, AddSat,
+  // Ternary. Requantize(x, multiplier, shift) on i32: docs/npu.md's
+  // fixed-point rescale (compiler/graph/quantization.h).
+  Select, Requantize,
 };
 
 struct ScalarNode {
@@ -92,6 +93,7 @@ public:
   unsigned binary(ScalarKind kind, unsigned a, unsigned b);
   unsigned select(unsigned cond, unsigned a, unsigned b);
   unsigned cast(unsigned a, ElementType to);
+  unsigned requantize(unsigned x, unsigned multiplier, unsigned shift);
   void yield(unsigned node) { result_ = node; }
 
   const std::vector<ScalarNode> &nodes() const { return nodes_; }
@@ -100,6 +102,9 @@ public:
   bool isCopy() const;
   // Body is out + in_a * in_b (either operand order) for two distinct inputs.
   bool isMultiplyAccumulate() const;
+  // Body is out + cast(in_a) * cast(in_b): integers widened to the
+  // accumulator's type (int8 products summed in i32).
+  bool isWideningMultiplyAccumulate() const;
   // Nested expression text, e.g. "add(out, mul(in0, in1))".
   std::string str() const;
 

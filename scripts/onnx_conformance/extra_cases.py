@@ -3,11 +3,15 @@ backend node tests do not cover (grouped/dilated Conv, grouped strided
 ConvTranspose, edge/reflect Pad on f32, Gather with 2-D indices on an inner
 axis, broadcast batched MatMul, negative Slice steps, 2-D linear Resize,
 integer and bool tensors: Cast between types, integer arithmetic, comparisons
-and reductions) and for Gelu, which onnx 1.12 does not know.
+and reductions; int8 and per-axis quantization, opset-19/21 QuantizeLinear
+attributes, int8 QLinearConv per channel, malformed quantization parameters)
+and for Gelu, which onnx 1.12 does not know.
 References are computed here with plain numpy (loops for the convolutions,
 np.pad, np.take, np.matmul, slicing) and, for Resize, ONNX's own reference
 interpolation from the generator module. Cases with an `expect_reject` reason
-must be rejected by the compiler (kind "reject")."""
+must be rejected by the compiler (kind "reject"); a case with a `tolerance`
+is compared with it instead of the runner's default (the reason is stated
+where the case is made)."""
 
 import types
 
@@ -151,6 +155,107 @@ def _typed_cases(rng):
     return out
 
 
+def _quantize_ref(v, zero_point, dtype):
+    """ONNX QuantizeLinear of v = x / scale: round half to even, then add
+    the zero point, saturate."""
+    info = np.iinfo(dtype)
+    q = np.rint(v).astype(np.float64) + zero_point
+    return np.clip(q, info.min, info.max).astype(dtype)
+
+
+def _quantization_cases(rng):
+    """int8 and per-axis forms, opset-19/21 attributes, and malformed
+    quantization parameters that must be rejected naming the node."""
+    out = []
+    x = rng.randint(-128, 128, (2, 3, 4)).astype(np.int8)
+    scale = np.array([0.5, 0.037, 3.0], np.float32)
+    zp = np.array([-128, 3, 127], np.int8)
+    node = helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"], axis=1)
+    ref = (x.astype(np.float32) - zp.reshape(1, 3, 1).astype(np.float32)) * \
+        scale.reshape(1, 3, 1)
+    out.append(("DequantizeLinear", _case("osprey_dequantizelinear_int8_axis",
+                                          node, [x, scale, zp], [ref])))
+    # Values on and next to rounding ties (k + 0.5 times the scale).
+    f = np.concatenate([(np.arange(-10, 10) + 0.5) * 0.25,
+                        rng.randn(20) * 40]).astype(np.float32).reshape(2, 20)
+    s2 = np.array([0.25, 0.5], np.float32)
+    z2 = np.array([-3, 100], np.int8)
+    node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"], axis=0)
+    ref = _quantize_ref(f / s2.reshape(2, 1), z2.reshape(2, 1), np.int8)
+    out.append(("QuantizeLinear", _case("osprey_quantizelinear_int8_axis0",
+                                        node, [f, s2, z2], [ref])))
+    # Opset 19 adds saturate (float8 only), opset 21 output_dtype.
+    s1 = np.array(0.25, np.float32)
+    z1 = np.array(-3, np.int8)
+    node = helper.make_node("QuantizeLinear", ["x", "s", "z"], ["y"],
+                            saturate=1)
+    ref = _quantize_ref(f / s1, z1, np.int8)
+    out.append(("QuantizeLinear", _case("osprey_quantizelinear_opset19",
+                                        node, [f, s1, z1], [ref], opset=19)))
+    node = helper.make_node("QuantizeLinear", ["x", "s"], ["y"],
+                            output_dtype=TensorProto.INT8)
+    ref = _quantize_ref(f / s1, 0, np.int8)
+    out.append(("QuantizeLinear", _case("osprey_quantizelinear_opset21_dtype",
+                                        node, [f, s1], [ref], opset=21)))
+
+    # int8 QLinearConv, weights per output channel, strided, padded,
+    # grouped, with a bias. The reference rescales in float64 and rounds
+    # half to even, as ONNX's does; Osprey requantizes in fixed point
+    # (docs/npu.md), which may differ by one unit where the exact value is
+    # within rounding of a tie: compared with tolerance 1.
+    xq = rng.randint(-128, 128, (1, 4, 7, 6)).astype(np.int8)
+    wq = rng.randint(-127, 128, (6, 2, 3, 3)).astype(np.int8)
+    xs, xz = np.array(0.02, np.float32), np.array(-5, np.int8)
+    ws = (rng.rand(6) * 0.01 + 0.002).astype(np.float32)
+    wz = np.zeros(6, np.int8)
+    ys, yz = np.array(0.05, np.float32), np.array(7, np.int8)
+    bias = rng.randint(-3000, 3000, 6).astype(np.int32)
+    acc = _conv_ref((xq.astype(np.float64) - xz), wq.astype(np.float64), 2,
+                    [2, 1], [1, 1], [1, 0, 1, 2]).astype(np.float64)
+    acc += bias.reshape(1, 6, 1, 1)
+    real = acc * (float(xs) * ws.astype(np.float64).reshape(1, 6, 1, 1)) / float(ys)
+    ref = _quantize_ref(real, float(yz), np.int8)
+    node = helper.make_node(
+        "QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "b"],
+        ["y"], group=2, strides=[2, 1], pads=[1, 0, 1, 2])
+    case = _case("osprey_qlinearconv_int8_per_channel", node,
+                 [xq, xs, xz, wq, ws, wz, ys, yz, bias], [ref])
+    case.tolerance = 1
+    out.append(("QLinearConv", case))
+
+    # Malformed parameters: rejected at import, naming the node.
+    bad = [
+        ("zero_scale", np.array(0.0, np.float32), np.array(0, np.int8), None,
+         "scale 0 is not positive"),
+        ("nan_scale", np.array(np.nan, np.float32), np.array(0, np.int8), None,
+         "scale nan is not positive"),
+        ("negative_scale", np.array([0.5, -1.0, 1.0], np.float32),
+         np.zeros(3, np.int8), 1, "scale -1 is not positive"),
+        ("axis_out_of_range", np.array([0.5, 1.0, 1.0], np.float32),
+         np.zeros(3, np.int8), 3, "axis 3 is out of range"),
+        ("scale_length", np.array([0.5, 1.0], np.float32),
+         np.zeros(2, np.int8), 1, "scale has 2 entries but axis 1 has extent 3"),
+        ("zero_point_length", np.array([0.5, 1.0, 1.0], np.float32),
+         np.zeros(2, np.int8), 1, "zero point has 2 entries, scale has 3"),
+    ]
+    for name, sc, z, axis, reason in bad:
+        attrs = {} if axis is None else {"axis": axis}
+        node = helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"],
+                                **attrs)
+        case = _case("osprey_dequantizelinear_" + name, node, [x, sc, z],
+                     [np.zeros(x.shape, np.float32)])
+        case.expect_reject = reason
+        out.append(("DequantizeLinear", case))
+    b32 = np.array([1, 2, 3], np.int32)
+    node = helper.make_node("DequantizeLinear", ["x", "s", "z"], ["y"])
+    case = _case("osprey_dequantizelinear_int32_zero_point", node,
+                 [b32, np.array(0.5, np.float32), np.array(5, np.int32)],
+                 [np.zeros(3, np.float32)])
+    case.expect_reject = "zero point 5 is out of range for i32 (must be 0)"
+    out.append(("DequantizeLinear", case))
+    return out
+
+
 def cases():
     """Returns (op, case) pairs."""
     rng = np.random.RandomState(7)
@@ -238,6 +343,7 @@ def cases():
         out.append(("Gather", case))
 
     out.extend(_typed_cases(rng))
+    out.extend(_quantization_cases(rng))
 
     from onnx.backend.test.case.node import resize as resize_gen
     x = rng.randn(1, 2, 4, 5).astype(np.float32)

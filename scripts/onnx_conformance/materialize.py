@@ -62,7 +62,10 @@ OPS = {
     "ReduceSum": "reducesum", "ReduceMax": "reducemax",
     "LayerNormalization": "layernormalization", "Resize": "resize",
     "Cast": "cast", "Where": "where", "Equal": "equal", "Less": "less",
-    "Greater": "greater",
+    "Greater": "greater", "QuantizeLinear": "quantizelinear",
+    "DequantizeLinear": "dequantizelinear", "QLinearConv": "qlinearconv",
+    "QLinearMatMul": "qlinearmatmul", "ConvInteger": "convinteger",
+    "MatMulInteger": "matmulinteger",
 }
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
 # which has no generator for it.
@@ -74,11 +77,19 @@ CONST_INPUTS = {
     "Resize": {1, 2, 3}, "ReduceSum": {1}, "ReduceMean": {1},
     "ReduceMax": {1}, "Clip": {1, 2}, "BatchNormalization": {1, 2, 3, 4},
     "Where": {0},
+    # Quantization parameters and weights are compile-time constants; the
+    # second matrix of QLinearMatMul and MatMulInteger also runs as a
+    # run-time input (activation x activation products).
+    "QuantizeLinear": {1, 2}, "DequantizeLinear": {1, 2},
+    "QLinearConv": {1, 2, 3, 4, 5, 6, 7, 8},
+    "QLinearMatMul": {1, 2, 3, 4, 5, 6, 7}, "ConvInteger": {1, 2, 3},
+    "MatMulInteger": {1, 2, 3},
 }
 
 # Operator -> node input positions that stay run-time inputs in the
 # "osprey_runtime_" variant of each case.
-RUNTIME_VARIANTS = {"Gather": {1}, "Where": {0}}
+RUNTIME_VARIANTS = {"Gather": {1}, "Where": {0}, "QLinearMatMul": {3},
+                    "MatMulInteger": {1}}
 
 # ONNX element types Osprey does not compile.
 UNSUPPORTED_TYPES = {
@@ -103,6 +114,8 @@ FAMILIES = {
     "reduce": ["ReduceMean", "ReduceSum", "ReduceMax"],
     "resize": ["Resize"],
     "logic": ["Cast", "Where", "Equal", "Less", "Greater"],
+    "quant": ["QuantizeLinear", "DequantizeLinear", "QLinearConv",
+              "QLinearMatMul", "ConvInteger", "MatMulInteger"],
 }
 
 
@@ -236,6 +249,8 @@ def materialize(op, case, out_dir, runtime_inputs=()):
     # much as their own; like the cases of unlisted operators they may be
     # refused cleanly.
     entry["survey"] = len(graph.node) > 1
+    if getattr(case, "tolerance", None) is not None:
+        entry["tolerance"] = case.tolerance
     entry["inputs"] = len(run_inputs)
     entry["outputs"] = len(outputs)
     return entry

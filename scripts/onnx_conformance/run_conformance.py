@@ -3,7 +3,9 @@
 
 For every case of the selected families in MANIFEST (see materialize.py):
   kind "run":         osprey-compile --target=host, then osprey-run on the
-                      device against the reference outputs; pass or fail.
+                      device against the reference outputs (with the case's
+                      own tolerance when the manifest gives one); pass or
+                      fail.
   kind "unsupported": element types Osprey does not compile; osprey-compile
                       must reject the model with an error (exit code 1, no
                       crash) and write no module.
@@ -82,7 +84,8 @@ def run_case(args, case):
         return "error", "expected a clean rejection (%s), but it compiled" % (
             case["reason"])
     run_cmd = [args.run, "--module=" + module, "--device=" + args.device,
-               "--function=main", "--tolerance=%g" % args.tolerance]
+               "--function=main",
+               "--tolerance=%g" % case.get("tolerance", args.tolerance)]
     for i in range(case["inputs"]):
         run_cmd.append("--input=@" + os.path.join(case_dir, "input_%d.npy" % i))
     for i in range(case["outputs"]):

@@ -10,6 +10,10 @@ the reference output and the tolerance the firmware compares with:
   const float osprey_model_expected[];    const size_t osprey_model_expected_count;
   const float osprey_model_atol, osprey_model_rtol;
 
+A model named NAME_qdq_f32 is the QDQ form of NAME (scripts/models/make_qdq_models.py: int8
+weights and activations, its output dequantized to float32) with the integer reference
+dequantized: compared exactly unless --atol/--rtol say otherwise.
+
 Usage: make_model_data.py --out DIR [--model ds_cnn] [--atol 1e-5] [--rtol 1e-3]
 """
 
@@ -32,15 +36,25 @@ def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--out", required=True)
   parser.add_argument("--model", default="ds_cnn")
-  parser.add_argument("--atol", type=float, default=1e-5)
-  parser.add_argument("--rtol", type=float, default=1e-3)
+  parser.add_argument("--atol", type=float, default=None)
+  parser.add_argument("--rtol", type=float, default=None)
   args = parser.parse_args()
 
   root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
   os.makedirs(args.out, exist_ok=True)
+  quantized = args.model.endswith("_qdq_f32")
+  float_model = args.model[:-len("_qdq_f32")] if quantized else args.model
   subprocess.run([sys.executable, os.path.join(root, "scripts", "models", "export_models.py"),
-                  "--out", args.out, "--models", args.model, "--opsets", "17", "--cached"],
+                  "--out", args.out, "--models", float_model, "--opsets", "17", "--cached"],
                  check=True)
+  if quantized:
+    subprocess.run([sys.executable, os.path.join(root, "scripts", "models", "make_qdq_models.py"),
+                    "--models-dir", args.out, "--out", args.out, "--models", float_model,
+                    "--cached"], check=True)
+  if args.atol is None:
+    args.atol = 0.0 if quantized else 1e-5
+  if args.rtol is None:
+    args.rtol = 0.0 if quantized else 1e-3
   x = np.load(os.path.join(args.out, f"{args.model}.in0.npy")).astype(np.float32)
   ref = np.load(os.path.join(args.out, f"{args.model}.ref0.npy")).astype(np.float32)
   # Written with "%r" (shortest round-trip repr), so the C values equal the float32 data exactly.

@@ -5,6 +5,8 @@
 #include <functional>
 
 #include "compiler/graph/op_registry.h"
+#include "compiler/graph/quantization.h"
+#include "compiler/graph/status.h"
 
 namespace osprey::compiler::graph {
 namespace {
@@ -145,6 +147,10 @@ evaluateOp(const Op &op, const std::vector<TensorType> &resultTypes) {
   }
   if (outEt == ElementType::F16 || outEt == ElementType::BF16) {
     return absl::UnimplementedError("16-bit float folding is not supported");
+  }
+  if (k == "QuantizeLinear" || k == "DequantizeLinear") {
+    COMPILER_ASSIGN_OR_RETURN(DenseData data, evaluateQuantizeOp(op, outType));
+    return std::vector<DenseData>{std::move(data)};
   }
   if (isUnary(k)) {
     std::vector<double> values = valuesOf(op, 0);

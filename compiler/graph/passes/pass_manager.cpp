@@ -26,6 +26,7 @@ const PassEntry kPasses[] = {
     {"fold-transposes", make<FoldTransposesPass>},
     {"remove-identity", make<RemoveIdentityPass>},
     {"fuse-gelu", make<FuseGeluPass>},
+    {"fuse-qdq", make<FuseQdqPass>},
     {"dce", make<DeadCodeEliminationPass>},
 };
 
@@ -81,10 +82,12 @@ std::vector<std::pair<std::string, std::string>> listPasses() {
 }
 
 std::vector<std::string> defaultPipeline() {
-  return {"propagate-shapes",  "fold-constants",  "propagate-shapes",
-          "remove-identity",   "fuse-gelu",       "fold-transposes",
-          "fold-batch-norm",   "conv1x1-to-matmul", "fold-constants",
-          "dce"};
+  // fuse-qdq runs before constant folding, which would turn dequantized
+  // constant weights into float ones.
+  return {"propagate-shapes",  "fuse-qdq",        "fold-constants",
+          "propagate-shapes",  "remove-identity", "fuse-gelu",
+          "fold-transposes",   "fold-batch-norm", "conv1x1-to-matmul",
+          "fold-constants",    "dce"};
 }
 
 absl::Status PassManager::addPasses(llvm::StringRef specs) {

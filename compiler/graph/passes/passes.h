@@ -90,6 +90,26 @@ public:
   absl::Status run(Graph &graph) override;
 };
 
+// Rewrites quantized computation into the canonical quantized ops (QConv,
+// QMatMul, QAdd, QMul, QRescale, QAveragePool; see fuse_qdq.cpp): QDQ
+// patterns (DequantizeLinear inputs -> Conv/MatMul/Gemm [-> Relu/Clip],
+// Add, Mul, AveragePool, GlobalAveragePool, Concat, Relu/Clip ->
+// QuantizeLinear), DequantizeLinear moved past layout ops and MaxPool, and
+// the operator forms QLinearConv, QLinearMatMul, ConvInteger, MatMulInteger.
+// QuantizeLinear of constants folds first (weights stay integer). Float ops
+// left reading dequantized values get a "note" attribute saying why.
+// Requires: static shapes. Errors: INVALID_ARGUMENT naming the node for bad
+// quantization parameters, UNIMPLEMENTED for operator forms it cannot
+// express (run-time scales or convolution weights, per-row A).
+class FuseQdqPass : public GraphPass {
+public:
+  llvm::StringRef name() const override { return "fuse-qdq"; }
+  llvm::StringRef description() const override {
+    return "rewrite QDQ patterns and quantized operators into integer ops";
+  }
+  absl::Status run(Graph &graph) override;
+};
+
 // Forwards the operand of ops that do nothing: Identity, Reshape to the same
 // static shape, Cast to the same element type, Pad by constant zeros.
 // Leaves: no Identity op.

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "compiler/graph/op_registry.h"
+#include "compiler/graph/quantization.h"
 #include "compiler/graph/status.h"
 #include "compiler/import/onnx/proto_diagnosis.h"
 #include "llvm/ADT/SmallString.h"
@@ -41,7 +42,8 @@ const char *const kSupportedOps[] = {
     "Slice", "Squeeze", "Unsqueeze", "Gather", "Pad", "Expand", "Shape",
     "Constant", "Identity", "Softmax", "ReduceMean", "ReduceSum", "ReduceMax",
     "LayerNormalization", "Resize", "Cast", "Where", "Equal", "Less",
-    "Greater", "Dropout", "Sum", "Mean",
+    "Greater", "Dropout", "Sum", "Mean", "QuantizeLinear", "DequantizeLinear",
+    "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger",
 };
 
 bool isSupported(const std::string &opType) {
@@ -574,6 +576,75 @@ private:
     return op;
   }
 
+  // QuantizeLinear/DequantizeLinear attributes of opsets 19 to 21: saturate
+  // only concerns float8 results (integers always saturate), blocked
+  // quantization is not implemented, and output_dtype becomes a type name.
+  absl::Status canonicalizeQuantize(const onnx::NodeProto &node, int index,
+                                    std::vector<Value *> &operands,
+                                    std::map<std::string, Attribute> &attrs) {
+    attrs.erase("saturate");
+    if (auto it = attrs.find("block_size"); it != attrs.end()) {
+      if (!it->second.isInt() || it->second.getInt() != 0) {
+        return unimplemented(node, index,
+                             "blocked quantization (block_size) is not "
+                             "supported");
+      }
+      attrs.erase(it);
+    }
+    if (auto it = attrs.find("output_dtype"); it != attrs.end()) {
+      if (!it->second.isInt()) {
+        return nodeError(node, index, "output_dtype must be an integer");
+      }
+      if (it->second.getInt() == 0) {
+        attrs.erase(it);
+        return absl::OkStatus();
+      }
+      auto et = mapElementType(static_cast<int32_t>(it->second.getInt()));
+      if (!et || !graph::isQuantizedType(*et)) {
+        return unimplemented(node, index,
+                             "output_dtype " +
+                                 std::to_string(it->second.getInt()) +
+                                 " is not supported (int8, uint8)");
+      }
+      it->second = Attribute(graph::elementTypeName(*et).str());
+      // Without a zero point the type becomes a zero point of that type, in
+      // the graph and in the model ONNX shape inference reads (libonnx
+      // knows QuantizeLinear up to opset 13, where the result is uint8
+      // unless a zero point says otherwise).
+      onnx::NodeProto &proto = *model_->mutable_graph()->mutable_node(index);
+      if (operands.size() < 3) {
+        std::string zpName = nodeName(node, index) + "_output_dtype_zero";
+        Op *zero = graph_->createConstant(TensorType::ranked(*et, {}),
+                                          DenseData::fromInt64s(*et, {0}),
+                                          nullptr, zpName);
+        zero->setNodeName(nodeName(node, index));
+        operands.resize(2);
+        operands.push_back(zero->result());
+        onnx::TensorProto *t = model_->mutable_graph()->add_initializer();
+        t->set_name(zpName);
+        t->set_data_type(static_cast<int32_t>(it->second.getString() == "i8"
+                                                  ? onnx::TensorProto::INT8
+                                                  : onnx::TensorProto::UINT8));
+        t->add_int32_data(0);
+        while (proto.input_size() < 2) {
+          proto.add_input("");
+        }
+        if (proto.input_size() == 2) {
+          proto.add_input(zpName);
+        } else {
+          proto.set_input(2, zpName);
+        }
+      }
+      for (int i = 0; i < proto.attribute_size(); ++i) {
+        if (proto.attribute(i).name() == "output_dtype") {
+          proto.mutable_attribute()->DeleteSubrange(i, 1);
+          break;
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // Records |result| as the value of the node's first output.
   absl::Status defineOutput(const onnx::NodeProto &node, int index,
                             Value *result) {
@@ -1023,6 +1094,9 @@ private:
       it->second = Attribute(graph::elementTypeName(*et).str());
     } else if (opType == "Softmax" && opset_ < 13) {
       return importCoercedSoftmax(node, index, operands, attrs);
+    } else if (opType == "QuantizeLinear" || opType == "DequantizeLinear") {
+      COMPILER_RETURN_IF_ERROR(
+          canonicalizeQuantize(node, index, operands, attrs));
     } else if (opType == "Dropout") {
       return importDropout(node, index, operands);
     } else if (opType == "Sum" || opType == "Mean") {

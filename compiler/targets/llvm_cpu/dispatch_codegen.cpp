@@ -12,6 +12,7 @@
 #include "compiler/targets/llvm_cpu/packed_gemm.h"
 #include "compiler/targets/llvm_cpu/depthwise_conv.h"
 #include "compiler/targets/llvm_cpu/pool_window.h"
+#include "compiler/targets/llvm_cpu/requantize.h"
 #include "compiler/targets/llvm_cpu/winograd_conv.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
@@ -158,7 +159,9 @@ public:
         }};
     static constexpr TileEmitterFn kTileEmitters[] = {
         emitWinogradConv, emitPackedGemm, emitDepthwiseConv, emitPoolWindow};
-    for (TileEmitterFn emit : kTileEmitters) {
+    // The dedicated emitters are f32 code; integer roots run the loops.
+    for (TileEmitterFn emit : llvm::ArrayRef<TileEmitterFn>(kTileEmitters)
+                                  .take_front(isFloatRoot() ? 4 : 0)) {
       COMPILER_ASSIGN_OR_RETURN(bool emitted,
                                 emit(p_, r_, b_, fn_, lo, hi, hooks));
       if (emitted) {
@@ -231,6 +234,20 @@ private:
     return typedConstant(*op(0).init, elementTypeOf(op(0).output.tensor));
   }
 
+  // Whether the root reads and writes f32 only.
+  bool isFloatRoot() const {
+    const StructuredOp &root = op(0);
+    if (elementTypeOf(root.output.tensor) != ElementType::F32) {
+      return false;
+    }
+    for (const OperandAccess &in : root.inputs) {
+      if (elementTypeOf(in.tensor) != ElementType::F32) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   absl::Status unimplemented(const StructuredOp &o, const std::string &what) {
     return absl::UnimplementedError("node '" + o.nodeName + "': " + what +
                                     " is not implemented in the llvm-cpu "
@@ -244,7 +261,6 @@ private:
       for (const OperandAccess &in : o.inputs) {
         tensors.push_back(in.tensor);
       }
-      bool allF32 = true;
       for (unsigned t : tensors) {
         ElementType et = elementTypeOf(t);
         if (!isCodegenType(et)) {
@@ -255,31 +271,10 @@ private:
           return unimplemented(o, "f64 on a 32-bit target (no double-precision "
                                   "unit, and no runtime helpers are linked)");
         }
-        allF32 &= et == ElementType::F32;
       }
-      if (i == 0 && o.hasReduction() && !allF32) {
-        structured::OpClass c = o.classify();
-        if (c == structured::OpClass::Contraction ||
-            c == structured::OpClass::Convolution) {
-          return unimplemented(o, "a matrix product or convolution on "
-                                  "non-f32 tensors");
-        }
-        if (elementTypeOf(o.output.tensor) == ElementType::Bool) {
-          return unimplemented(o, "a reduction to bool");
-        }
-      }
-      for (unsigned t : tensors) {
-        // constantGlobal() embeds a constant that is not bound as an array of
-        // 4-byte words.
-        const structured::TensorInfo &info = p_.program.tensors[t];
-        bool bound = std::any_of(
-            r_.bindings.begin(), r_.bindings.end(),
-            [&](const dispatch::Binding &b) { return b.tensor == t; });
-        if (info.constant && !bound && info.constant->size() % 4 != 0) {
-          return unimplemented(o, "the constant '" + info.name + "' of " +
-                                      std::to_string(info.constant->size()) +
-                                      " bytes (not a multiple of 4)");
-        }
+      if (i == 0 && o.hasReduction() &&
+          elementTypeOf(o.output.tensor) == ElementType::Bool) {
+        return unimplemented(o, "a reduction to bool");
       }
       int64_t rootRank = p_.program.tensors[op(0).output.tensor].type.rank();
       if (i > 0 && (o.hasReduction() ||
@@ -309,7 +304,7 @@ private:
     llvm::Constant *data = llvm::ConstantDataArray::getRaw(
         llvm::StringRef(reinterpret_cast<const char *>(bytes.data()),
                         bytes.size()),
-        bytes.size() / 4, b_.getFloatTy());
+        bytes.size(), b_.getInt8Ty());
     auto *g = new llvm::GlobalVariable(m_, data->getType(), true,
                                        llvm::GlobalValue::InternalLinkage,
                                        data, name);
@@ -1139,6 +1134,26 @@ private:
         v[i] = b_.CreateICmp(pred, a(0), a(1));
         break;
       }
+      case ScalarKind::RoundEven:
+        if (!fp) {
+          return notFor("rounding");
+        }
+        v[i] = emitRoundHalfEven(b_, a(0));
+        break;
+      case ScalarKind::AddSat:
+        if (fp || t == ElementType::Bool) {
+          return notFor("saturating addition");
+        }
+        v[i] = emitAddSat(b_, a(0), a(1));
+        break;
+      case ScalarKind::Requantize:
+        if (argTy[0] != ElementType::I32 || argTy[1] != ElementType::I32 ||
+            argTy[2] != ElementType::I32) {
+          return unimplemented(o, "requantization of " + typeName(argTy[0]) +
+                                      " (i32 only)");
+        }
+        v[i] = emitRequantize(b_, a(0), a(1), a(2));
+        break;
       case ScalarKind::Select:
         if (argTy[1] != argTy[2]) {
           return unimplemented(o, "a select between " + typeName(argTy[1]) +

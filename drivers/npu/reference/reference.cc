@@ -185,6 +185,14 @@ void MatMul(const MatMulParams& p, const int8_t* input, const int8_t* weights,
   }
 }
 
+void RescaleInt8(const Rescale& r, const int8_t* input, int64_t count, int8_t* output) {
+  for (int64_t i = 0; i < count; ++i) {
+    int32_t d = input[i] - r.input_zp;
+    output[i] = ToInt8(int64_t{r.output_zp} + Requantize(d, r.multiplier, r.shift), r.act_min,
+                       r.act_max);
+  }
+}
+
 void Relu(const Rescale& r, const int8_t* input, int64_t count, int8_t* output) {
   for (int64_t i = 0; i < count; ++i) {
     int32_t d = input[i] - r.input_zp;
@@ -284,6 +292,15 @@ void AddInt8(const AddParams& p, const int8_t* a, const int8_t* b, int64_t count
                   Requantize(sb, p.b_multiplier, p.b_shift);
     int64_t v = int64_t{p.output_zp} +
                 Requantize(SaturateInt32(sum), p.out_multiplier, p.out_shift);
+    output[i] = ToInt8(v, p.act_min, p.act_max);
+  }
+}
+
+void MulInt8(const MulParams& p, const int8_t* a, const int8_t* b, int64_t count,
+             int8_t* output) {
+  for (int64_t i = 0; i < count; ++i) {
+    int32_t product = (a[i] - p.a_zp) * (b[i] - p.b_zp);
+    int64_t v = int64_t{p.output_zp} + Requantize(product, p.multiplier, p.shift);
     output[i] = ToInt8(v, p.act_min, p.act_max);
   }
 }

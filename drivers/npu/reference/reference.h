@@ -66,6 +66,10 @@ struct Rescale {
   int32_t act_min = -128, act_max = 127;
 };
 
+// y = clamp(output_zp + Requantize(x - input_zp, multiplier, shift)): int8
+// values requantized to other parameters (the inputs of a concatenation, a
+// pool whose output is quantized differently).
+void RescaleInt8(const Rescale& r, const int8_t* input, int64_t count, int8_t* output);
 void Relu(const Rescale& r, const int8_t* input, int64_t count, int8_t* output);
 void LeakyRelu(const Rescale& r, int32_t alpha_multiplier, int32_t alpha_shift,
                const int8_t* input, int64_t count, int8_t* output);
@@ -92,6 +96,16 @@ struct AddParams {
   int32_t act_min = -128, act_max = 127;
 };
 void AddInt8(const AddParams& p, const int8_t* a, const int8_t* b, int64_t count,
+             int8_t* output);
+
+// int8 multiplication: y = clamp(output_zp + Requantize((a - a_zp) * (b - b_zp),
+// multiplier, shift)).
+struct MulParams {
+  int32_t a_zp = 0, b_zp = 0, output_zp = 0;
+  int32_t multiplier = 1 << 30, shift = 1;
+  int32_t act_min = -128, act_max = 127;
+};
+void MulInt8(const MulParams& p, const int8_t* a, const int8_t* b, int64_t count,
              int8_t* output);
 
 // Saturating int32 addition; the requantizing form uses channel

@@ -146,5 +146,35 @@ TEST(ReferenceTest, PoolingAndElementwise) {
   EXPECT_EQ(sum[1], 2);
 }
 
+TEST(ReferenceTest, RescaleAndMul) {
+  // Rescale by 0.5 from zero point 10 to zero point -3, clamped at 0 above.
+  Rescale r;
+  r.input_zp = 10;
+  r.output_zp = -3;
+  r.multiplier = 1 << 30;
+  r.shift = 0;
+  r.act_max = 0;
+  const int8_t x[4] = {10, 15, 13, -128};
+  int8_t y[4];
+  RescaleInt8(r, x, 4, y);
+  EXPECT_EQ(y[0], -3);   // 0
+  EXPECT_EQ(y[1], 0);    // 5 * 0.5 = 2.5 -> 3 (half away from zero), clamped
+  EXPECT_EQ(y[2], -1);   // 1.5 -> 2
+  EXPECT_EQ(y[3], -72);  // -138 * 0.5 = -69
+  // (a - 1) * (b + 2) * 0.25 + 5, saturated.
+  MulParams p;
+  p.a_zp = 1;
+  p.b_zp = -2;
+  p.output_zp = 5;
+  p.multiplier = 1 << 30;
+  p.shift = -1;
+  const int8_t a[3] = {3, 127, -128}, b[3] = {2, 127, 127};
+  int8_t m[3];
+  MulInt8(p, a, b, 3, m);
+  EXPECT_EQ(m[0], 5 + 2);  // 2 * 4 / 4
+  EXPECT_EQ(m[1], 127);    // 126 * 129 / 4 saturates
+  EXPECT_EQ(m[2], -128);
+}
+
 }  // namespace
 }  // namespace osprey::drivers::npu::reference

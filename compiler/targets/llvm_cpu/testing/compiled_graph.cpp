@@ -119,27 +119,45 @@ unsigned CompiledGraph::tensor(llvm::StringRef name) const {
 
 std::vector<std::vector<float>>
 CompiledGraph::run(const std::vector<std::vector<float>> &inputs) {
+  std::vector<std::vector<uint8_t>> bytes;
+  for (const std::vector<float> &in : inputs) {
+    const uint8_t *data = reinterpret_cast<const uint8_t *>(in.data());
+    bytes.emplace_back(data, data + in.size() * sizeof(float));
+  }
+  std::vector<std::vector<float>> outputs;
+  for (const std::vector<uint8_t> &out : runBytes(bytes)) {
+    std::vector<float> values(out.size() / sizeof(float));
+    std::memcpy(values.data(), out.data(), values.size() * sizeof(float));
+    outputs.push_back(std::move(values));
+  }
+  return outputs;
+}
+
+std::vector<std::vector<uint8_t>>
+CompiledGraph::runBytes(const std::vector<std::vector<uint8_t>> &inputs) {
   const structured::StructuredProgram &p = program_.program;
   EXPECT_EQ(inputs.size(), p.inputs.size()) << "one vector per graph input";
-  std::vector<float> arena(program_.arenaSize / 4 + 16, NAN);
-  std::map<unsigned, std::vector<float>> owned;
+  // NaN-filled (0xFF bytes) arena and outputs: reads of unwritten memory
+  // show up in float results. 64 spare bytes keep the base alignable.
+  std::vector<uint8_t> arenaBytes(program_.arenaSize + 64, 0xFF);
+  uint8_t *arena = arenaBytes.data();
+  arena += (64 - reinterpret_cast<uintptr_t>(arena) % 64) % 64;
+  std::map<unsigned, std::vector<uint8_t>> owned;
   for (unsigned i = 0; i < p.inputs.size() && i < inputs.size(); ++i) {
     owned[p.inputs[i]] = inputs[i];
   }
   for (const dispatch::Buffer &b : program_.buffers) {
     if (b.kind == BufferKind::Output) {
-      owned[b.tensor].assign(b.byteSize / 4, NAN);
+      owned[b.tensor].assign(b.byteSize, 0xFF);
     } else if (b.kind == BufferKind::Constant) {
       llvm::ArrayRef<uint8_t> bytes = p.tensors[b.tensor].constant->bytes();
-      std::vector<float> values((bytes.size() + 3) / 4);
-      std::memcpy(values.data(), bytes.data(), bytes.size());
-      owned[b.tensor] = std::move(values);
+      owned[b.tensor].assign(bytes.begin(), bytes.end());
     }
   }
   auto base = [&](unsigned tensor) -> void * {
     const dispatch::Buffer &b = program_.buffers[program_.storageOf(tensor)];
     if (b.kind == BufferKind::Transient) {
-      return arena.data() + b.offset / 4;
+      return arena + b.offset;
     }
     return owned.at(b.tensor).data();
   };
@@ -175,7 +193,7 @@ CompiledGraph::run(const std::vector<std::vector<float>> &inputs) {
       }
     }
   }
-  std::vector<std::vector<float>> outputs;
+  std::vector<std::vector<uint8_t>> outputs;
   for (unsigned t : p.outputs) {
     outputs.push_back(owned.at(program_.storageOf(t)));
   }

@@ -1,6 +1,6 @@
 // Test-only support for the LLVM CPU backend's tests: compiles graph text for
 // a CPU target, loads the library with the runtime's ELF loader and runs every
-// dispatch over f32 buffers on this machine.
+// dispatch over f32 (or raw byte) buffers on this machine.
 #ifndef OSPREY_COMPILER_TARGETS_LLVM_CPU_TESTING_COMPILED_GRAPH_H_
 #define OSPREY_COMPILER_TARGETS_LLVM_CPU_TESTING_COMPILED_GRAPH_H_
 
@@ -73,6 +73,10 @@ public:
   // outputs in order. A workgroup returning non-zero is a test failure.
   std::vector<std::vector<float>>
   run(const std::vector<std::vector<float>> &inputs);
+  // run() on raw bytes: inputs and outputs of any element type, in their
+  // little-endian storage.
+  std::vector<std::vector<uint8_t>>
+  runBytes(const std::vector<std::vector<uint8_t>> &inputs);
 
 private:
   dispatch::DispatchProgram program_;
