@@ -474,6 +474,36 @@ TEST_F(EmbedTest, SessionOptionsAreChecked) {
   EXPECT_THAT(status.message(), HasSubstr("VM stack size 512 is too small"));
 }
 
+TEST_F(EmbedTest, SessionDeviceListsAreChecked) {
+  Device npu;
+  Status created = Device::Create(instance_, "npu", {}, &npu);
+  ASSERT_TRUE(created.ok()) << created.message();
+  const osprey_session_options_t options = Session::Options();
+  Session session;
+  const Device two[] = {device_, npu};
+  Status status = Session::Create(instance_, two, options, &session);
+  ASSERT_TRUE(status.ok()) << status.message();
+
+  const Device five[] = {device_, npu, device_, npu, device_};
+  status = Session::Create(instance_, five, options, &session);
+  EXPECT_EQ(status.code(), OSPREY_STATUS_INVALID_ARGUMENT);
+  EXPECT_THAT(status.message(), HasSubstr("at most 4 devices, got 5"));
+  const Device twice[] = {npu, npu};
+  status = Session::Create(instance_, twice, options, &session);
+  EXPECT_THAT(status.message(), HasSubstr("device 'npu' is given twice"));
+  status = Session::Create(instance_, std::span<const Device>(), options, &session);
+  EXPECT_THAT(status.message(), HasSubstr("instance and device are required"));
+
+  Instance other_instance;
+  ASSERT_TRUE(Instance::Create(&other_instance).ok());
+  Device stranger;
+  ASSERT_TRUE(Device::Create(other_instance, "cpu-sync", {}, &stranger).ok());
+  const Device mixed[] = {device_, stranger};
+  status = Session::Create(instance_, mixed, options, &session);
+  EXPECT_THAT(status.message(), HasSubstr("device 1 ('cpu-sync') was created from another "
+                                          "instance"));
+}
+
 // The hal_inline module: one call per dispatch, no command buffers in
 // bytecode. Adds two 8-element vectors with the vector_add library.
 constexpr char kInlineModule[] = R"(

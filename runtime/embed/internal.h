@@ -36,8 +36,13 @@ struct osprey_session_t final : public osprey::RefObject {
     context.reset();
     for (size_t i = module_count; i-- > 0;) modules[i]->Release();
   }
+  static constexpr size_t kMaxDevices = 4;
   osprey::ref_ptr<osprey_instance_t> instance;
+  // The default device: imports and module arenas use its allocator.
   osprey::ref_ptr<osprey_device_t> device;
+  // Every device of the session, |device| first.
+  osprey::ref_ptr<osprey_device_t> devices[kMaxDevices];
+  size_t device_count = 0;
   // Native modules registered first: "hal" and "hal_inline".
   static constexpr size_t kFirstApplicationModule = 2;
   osprey::vm::Module* modules[kMaxModules] = {};  // Each retained.

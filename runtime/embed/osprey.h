@@ -284,6 +284,19 @@ osprey_status_t* osprey_session_create_with_options(osprey_instance_t* instance,
                                                     const osprey_session_options_t* options,
                                                     osprey_session_t** out_session);
 
+/* Like osprey_session_create_with_options with several devices (1 to 4,
+ * distinct, of |instance|; each retained). The first is the default
+ * device: osprey_session_load_module_memory imports through its allocator
+ * and programs compiled for one device run on it. Programs compiled for
+ * several (e.g. a CPU and an NPU) find the device for each of their
+ * executable formats among the others; loading such a module into a
+ * session that lacks one is NOT_FOUND naming the missing format. */
+osprey_status_t* osprey_session_create_with_devices(osprey_instance_t* instance,
+                                                    osprey_device_t* const* devices,
+                                                    size_t device_count,
+                                                    const osprey_session_options_t* options,
+                                                    osprey_session_t** out_session);
+
 /* Stops the call running in |session| (or, if none is running, the next
  * one) with CANCELLED and its backtrace at the next bytecode instruction or
  * device-operation boundary. The call it stops consumes the request.

@@ -207,6 +207,16 @@ class Session : public Handle<osprey_session_t, osprey_session_retain, osprey_se
     return Status(osprey_session_create_with_options(instance.get(), device.get(), &options,
                                                      out->reset_and_get_address()));
   }
+  // Several devices, the first the default; see
+  // osprey_session_create_with_devices.
+  static Status Create(const Instance& instance, std::span<const Device> devices,
+                       const osprey_session_options_t& options, Session* out) {
+    // More than four is refused by the C API before it reads |handles|.
+    osprey_device_t* handles[4] = {};
+    for (size_t i = 0; i < devices.size() && i < 4; ++i) handles[i] = devices[i].get();
+    return Status(osprey_session_create_with_devices(instance.get(), handles, devices.size(),
+                                                     &options, out->reset_and_get_address()));
+  }
   // Thread-safe; see osprey_session_interrupt.
   void Interrupt() { osprey_session_interrupt(get()); }
   Status LoadModuleFile(const char* path) {

@@ -256,10 +256,34 @@ osprey_status_t* osprey_session_create_with_options(osprey_instance_t* instance,
                                                     osprey_device_t* device,
                                                     const osprey_session_options_t* options,
                                                     osprey_session_t** out_session) {
+  return osprey_session_create_with_devices(instance, &device, device ? 1 : 0, options,
+                                            out_session);
+}
+
+osprey_status_t* osprey_session_create_with_devices(osprey_instance_t* instance,
+                                                    osprey_device_t* const* devices,
+                                                    size_t device_count,
+                                                    const osprey_session_options_t* options,
+                                                    osprey_session_t** out_session) {
   if (!out_session) return ToCStatus(osprey::InvalidArgumentError("out_session is null"));
   *out_session = nullptr;
-  if (!instance || !device) {
+  if (!instance || !devices || device_count == 0) {
     return ToCStatus(osprey::InvalidArgumentError("instance and device are required"));
+  }
+  if (device_count > osprey_session_t::kMaxDevices) {
+    return ToCStatus(osprey::InvalidArgumentError("a session takes at most %zu devices, got %zu",
+                                                  osprey_session_t::kMaxDevices, device_count));
+  }
+  ref_ptr<hal::Device> hal_devices[osprey_session_t::kMaxDevices];
+  for (size_t i = 0; i < device_count; ++i) {
+    if (!devices[i]) {
+      return ToCStatus(osprey::InvalidArgumentError("device %zu is null", i));
+    }
+    if (devices[i]->instance.get() != instance) {
+      return ToCStatus(osprey::InvalidArgumentError(
+          "device %zu ('%s') was created from another instance", i, devices[i]->device->id()));
+    }
+    hal_devices[i] = devices[i]->device;
   }
   osprey_session_options_t defaults;
   osprey_session_options_init(&defaults);
@@ -277,10 +301,15 @@ osprey_status_t* osprey_session_create_with_options(osprey_instance_t* instance,
   if (!session.ok()) return ToCStatus(std::move(session).status());
   (*session)->options = *options;
   (*session)->instance = ref_ptr<osprey_instance_t>(instance);
-  (*session)->device = ref_ptr<osprey_device_t>(device);
-  auto module = hal_module::CreateModule(device->device, instance->host_allocator);
+  (*session)->device = ref_ptr<osprey_device_t>(devices[0]);
+  for (size_t i = 0; i < device_count; ++i) {
+    (*session)->devices[i] = ref_ptr<osprey_device_t>(devices[i]);
+  }
+  (*session)->device_count = device_count;
+  auto module = hal_module::CreateModule(
+      std::span<const ref_ptr<hal::Device>>(hal_devices, device_count), instance->host_allocator);
   if (!module.ok()) return ToCStatus(std::move(module).status().Annotate("creating hal module"));
-  auto inline_module = hal_module::CreateInlineModule(device->device, instance->host_allocator);
+  auto inline_module = hal_module::CreateInlineModule(hal_devices[0], instance->host_allocator);
   if (!inline_module.ok()) {
     return ToCStatus(std::move(inline_module).status().Annotate("creating hal_inline module"));
   }

@@ -10,7 +10,10 @@ namespace osprey::tools {
 
 void RunOptions::AddFlags(FlagParser& parser) {
   parser.AddString("module", &module_path, "Module file (.osp) to load.");
-  parser.AddString("device", &device, "Device: cpu-sync, cpu-task or npu.");
+  parser.AddString("device", &device,
+                   "Devices, separated by commas: cpu-sync, cpu-task, npu (the first is the "
+                   "default; a module compiled for a CPU and the NPU needs both, e.g. "
+                   "cpu-sync,npu).");
   parser.AddString("function", &function,
                    "Function to call: 'name' or 'module.name'. Default: main.");
   parser.AddList("input", &inputs,
@@ -19,7 +22,8 @@ void RunOptions::AddFlags(FlagParser& parser) {
   parser.AddOptionalInt("task_workers", &task_workers,
                         "Worker threads of the cpu-task device (at least 1). Default: the "
                         "driver's choice.");
-  parser.AddList("device_param", &device_params, "Extra device parameter key=value.");
+  parser.AddList("device_param", &device_params,
+                 "Extra device parameter key=value (first device) or <device>:key=value.");
   parser.AddByteSize("vm_stack_size", &vm_stack_size,
                      "VM stack for bytecode call frames (at least 1K).");
   parser.AddByteSize("max_memory", &max_memory,
@@ -50,7 +54,21 @@ StatusOr<std::unique_ptr<ModuleRunner>> ModuleRunner::Create(const RunOptions& o
   OSPREY_RETURN_IF_ERROR(FromEmbedStatus(embed::Instance::Create(&runner->instance_)),
                          "creating the instance");
 
-  std::vector<std::string> keys, values;
+  std::vector<std::string> names;
+  for (size_t start = 0;;) {
+    const size_t comma = options.device.find(',', start);
+    names.push_back(options.device.substr(start, comma - start));
+    if (names.back().empty()) {
+      return InvalidArgumentError("--device='%s' has an empty device id (ids are separated by "
+                                  "commas: --device=cpu-sync,npu)",
+                                  options.device.c_str());
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  // Parameters per device: unprefixed ones (and --task_workers) go to the
+  // first, "<device>:key=value" to the named one.
+  std::vector<std::vector<std::pair<std::string, std::string>>> device_params(names.size());
   if (options.task_workers) {
     if (*options.task_workers < 1) {
       return InvalidArgumentError(
@@ -58,21 +76,39 @@ StatusOr<std::unique_ptr<ModuleRunner>> ModuleRunner::Create(const RunOptions& o
           "for the driver's default)",
           static_cast<long long>(*options.task_workers));
     }
-    keys.push_back("task_workers");
-    values.push_back(std::to_string(*options.task_workers));
+    device_params[0].emplace_back("task_workers", std::to_string(*options.task_workers));
   }
   for (const std::string& param : options.device_params) {
     const size_t equals = param.find('=');
     if (equals == std::string::npos || equals == 0) {
       return InvalidArgumentError("--device_param '%s' is not key=value", param.c_str());
     }
-    keys.push_back(param.substr(0, equals));
-    values.push_back(param.substr(equals + 1));
+    std::string key = param.substr(0, equals);
+    size_t target = 0;
+    const size_t colon = key.find(':');
+    if (colon != std::string::npos) {
+      const std::string name = key.substr(0, colon);
+      target = names.size();
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (names[i] == name) target = i;
+      }
+      if (target == names.size()) {
+        return InvalidArgumentError("--device_param '%s' names device '%s', which is not in "
+                                    "--device='%s'",
+                                    param.c_str(), name.c_str(), options.device.c_str());
+      }
+      key = key.substr(colon + 1);
+    }
+    device_params[target].emplace_back(key, param.substr(equals + 1));
   }
-  std::vector<osprey_device_param_t> params;
-  for (size_t i = 0; i < keys.size(); ++i) params.push_back({keys[i].c_str(), values[i].c_str()});
-  OSPREY_RETURN_IF_ERROR(FromEmbedStatus(embed::Device::Create(
-      runner->instance_, options.device.c_str(), params, &runner->device_)));
+  for (size_t d = 0; d < names.size(); ++d) {
+    std::vector<osprey_device_param_t> params;
+    for (const auto& [key, value] : device_params[d]) params.push_back({key.c_str(), value.c_str()});
+    embed::Device device;
+    OSPREY_RETURN_IF_ERROR(FromEmbedStatus(
+        embed::Device::Create(runner->instance_, names[d].c_str(), params, &device)));
+    runner->devices_.push_back(std::move(device));
+  }
 
   if (options.max_instructions < 0 || options.deadline_ms < 0) {
     return InvalidArgumentError("--max_instructions=%lld and --deadline_ms=%lld must not be "
@@ -100,7 +136,7 @@ StatusOr<std::unique_ptr<ModuleRunner>> ModuleRunner::Create(const RunOptions& o
                                 options.verify_digest.c_str());
   }
   OSPREY_RETURN_IF_ERROR(
-      FromEmbedStatus(embed::Session::Create(runner->instance_, runner->device_, session_options,
+      FromEmbedStatus(embed::Session::Create(runner->instance_, runner->devices_, session_options,
                                              &runner->session_)),
       "creating the session");
   OSPREY_RETURN_IF_ERROR(
@@ -128,7 +164,7 @@ Status ModuleRunner::PrepareInputs(const std::vector<std::string>& specs) {
     if (type == 'r') {
       OSPREY_RETURN_IF_ERROR(
           FromEmbedStatus(embed::BufferView::Create(
-              device_, tensor.shape, osprey_element_type_t(tensor.element_type),
+              devices_[0], tensor.shape, osprey_element_type_t(tensor.element_type),
               tensor.data.data(), tensor.data.size(), &input_views_[i])),
           "uploading input %zu (%s)", i, tensor.FormatShape().c_str());
       value.type = OSPREY_VALUE_TYPE_BUFFER_VIEW;

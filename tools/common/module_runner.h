@@ -17,13 +17,16 @@ namespace osprey::tools {
 
 struct RunOptions {
   std::string module_path;
+  // Device ids separated by commas ("cpu-sync,npu"); the first is the
+  // session's default device.
   std::string device = "cpu-sync";
   std::string function = "main";
   // "@file.npy" or inline specs, one per function input.
   std::vector<std::string> inputs;
   // cpu-task worker count; empty leaves the driver default.
   std::optional<int64_t> task_workers;
-  // Extra "key=value" device parameters.
+  // Extra device parameters: "key=value" for the first device,
+  // "<device>:key=value" for a named one.
   std::vector<std::string> device_params;
   // Session limits (osprey_session_options_t); 0 means no limit, except
   // for the stack size.
@@ -57,7 +60,8 @@ class ModuleRunner {
   Status Call();
 
   const embed::Function& function() const { return function_; }
-  const embed::Device& device() const { return device_; }
+  // The first (default) device.
+  const embed::Device& device() const { return devices_[0]; }
 
  private:
   ModuleRunner() = default;
@@ -65,7 +69,7 @@ class ModuleRunner {
   Status Invoke(std::vector<osprey_value_t>* outputs);
 
   embed::Instance instance_;
-  embed::Device device_;
+  std::vector<embed::Device> devices_;
   embed::Session session_;
   embed::Function function_;
   std::vector<HostTensor> host_inputs_;

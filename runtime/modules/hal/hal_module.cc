@@ -43,48 +43,102 @@ namespace {
 // Per-context state
 //===----------------------------------------------------------------------===//
 
-// One prepared executable, keyed by the module and index it came from.
+// One prepared executable, keyed by its device and the module and index it
+// came from.
 struct CachedExecutable {
+  const ohal::Device* device;
   const vm::BytecodeModule* module;
   uint32_t index;
   ohal::Executable* executable;  // One reference owned by the entry.
 };
 
+// A device of the module and what a context keeps for it.
+struct DeviceSlot {
+  ref_ptr<ohal::Device> device;
+  ref_ptr<ohal::ExecutableCache> cache;  // Created on first use.
+  ref_ptr<ohal::Semaphore> sync_semaphore;
+  uint64_t sync_value = 0;
+};
+
 class HalModuleState final : public vm::ModuleState {
  public:
-  HalModuleState(ref_ptr<ohal::Device> device, Allocator* allocator)
-      : device_(std::move(device)), allocator_(allocator) {}
+  HalModuleState(std::span<const ref_ptr<ohal::Device>> devices, Allocator* allocator)
+      : allocator_(allocator) {
+    for (const ref_ptr<ohal::Device>& device : devices) slots_[slot_count_++].device = device;
+  }
   ~HalModuleState() override {
     for (size_t i = 0; i < executable_count_; ++i) executables_[i].executable->Release();
     allocator_->Free(executables_);
   }
 
-  ohal::Device* device() const { return device_.get(); }
+  // The default device: the first of the module's devices.
+  ohal::Device* device() const { return slots_[0].device.get(); }
+  size_t device_count() const { return slot_count_; }
+  ohal::Device* device(size_t i) const { return slots_[i].device.get(); }
 
-  // Submits |command_buffer| and waits for it, signalling a timeline
-  // semaphore kept for the context so steady-state calls allocate none.
-  // A failed submission drops the semaphore (failures are sticky).
-  Status ExecuteSync(ohal::CommandBuffer* command_buffer) {
-    if (!sync_semaphore_) {
-      OSPREY_ASSIGN_OR_RETURN(sync_semaphore_, device_->CreateSemaphore(0));
-      sync_value_ = 0;
+  // The slot of |device|, or an error naming the module's devices.
+  StatusOr<DeviceSlot*> Slot(ohal::Device* device, const char* what) {
+    for (size_t i = 0; i < slot_count_; ++i) {
+      if (slots_[i].device.get() == device) return &slots_[i];
     }
-    const uint64_t value = ++sync_value_;
-    ohal::Semaphore* signal = sync_semaphore_.get();
+    char names[96];
+    DeviceNames(names, sizeof(names));
+    return InvalidArgumentError("%s: device '%s' is not one of this context's devices (%s)",
+                                what, device->id(), names);
+  }
+
+  // "cpu-sync, npu": the ids of the module's devices, for messages.
+  void DeviceNames(char* out, size_t capacity) const {
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < slot_count_ && used < capacity; ++i) {
+      const int n = snprintf(out + used, capacity - used, "%s%s", i ? ", " : "",
+                             slots_[i].device->id());
+      if (n < 0) break;
+      used += size_t(n);
+    }
+  }
+
+  StatusOr<ohal::ExecutableCache*> Cache(DeviceSlot* slot) {
+    if (!slot->cache) {
+      OSPREY_ASSIGN_OR_RETURN(slot->cache, slot->device->CreateExecutableCache(),
+                              "creating the executable cache of device '%s'",
+                              slot->device->id());
+    }
+    return slot->cache.get();
+  }
+
+  // Submits |command_buffer| to |slot|'s device and waits for it,
+  // signalling a timeline semaphore kept per device so steady-state calls
+  // allocate none. A failed submission drops the semaphore (failures are
+  // sticky).
+  Status ExecuteSync(DeviceSlot* slot, ohal::CommandBuffer* command_buffer) {
+    if (!slot->sync_semaphore) {
+      OSPREY_ASSIGN_OR_RETURN(slot->sync_semaphore, slot->device->CreateSemaphore(0));
+      slot->sync_value = 0;
+    }
+    const uint64_t value = ++slot->sync_value;
+    ohal::Semaphore* signal = slot->sync_semaphore.get();
     ohal::SemaphoreList signal_list{std::span<ohal::Semaphore* const>(&signal, 1),
                                     std::span<const uint64_t>(&value, 1)};
     ohal::CommandBuffer* const command_buffers[1] = {command_buffer};
-    Status status = device_->QueueExecute({}, command_buffers, signal_list);
-    if (status.ok()) status = sync_semaphore_->Wait(value, platform::kInfiniteFuture);
-    if (!status.ok()) sync_semaphore_.reset();
+    Status status = slot->device->QueueExecute({}, command_buffers, signal_list);
+    if (status.ok()) status = slot->sync_semaphore->Wait(value, platform::kInfiniteFuture);
+    if (!status.ok()) slot->sync_semaphore.reset();
     return status;
   }
+  Status ExecuteSync(ohal::CommandBuffer* command_buffer) {
+    return ExecuteSync(&slots_[0], command_buffer);
+  }
 
-  // Returns the executable prepared from |module|'s executable |index|,
-  // preparing it on first use in this context.
-  StatusOr<ohal::Executable*> GetExecutable(const vm::BytecodeModule* module, uint32_t index) {
+  // Returns the executable prepared for |slot|'s device from |module|'s
+  // executable |index|, preparing it on first use in this context.
+  StatusOr<ohal::Executable*> GetExecutable(DeviceSlot* slot, const vm::BytecodeModule* module,
+                                            uint32_t index) {
+    ohal::Device* device = slot->device.get();
     for (size_t i = 0; i < executable_count_; ++i) {
-      if (executables_[i].module == module && executables_[i].index == index) {
+      if (executables_[i].device == device && executables_[i].module == module &&
+          executables_[i].index == index) {
         return executables_[i].executable;
       }
     }
@@ -94,22 +148,20 @@ class HalModuleState final : public vm::ModuleState {
                                   unsigned(module->executable_count()));
     }
     const vm::ExecutableInfo& info = module->executable(index);
-    if (!cache_) {
-      OSPREY_ASSIGN_OR_RETURN(cache_, device_->CreateExecutableCache(),
-                              "creating the executable cache of device '%s'", device_->id());
-    }
-    if (!cache_->CanPrepareFormat(info.format)) {
+    OSPREY_ASSIGN_OR_RETURN(ohal::ExecutableCache * cache, Cache(slot));
+    if (!cache->CanPrepareFormat(info.format)) {
       return UnimplementedError(
           "device '%s' cannot run executable %u ('%s') of format '%s' in module '%s'",
-          device_->id(), unsigned(index), info.name, info.format, module->name());
+          device->id(), unsigned(index), info.name, info.format, module->name());
     }
     ohal::ExecutableParams params;
     params.format = info.format;
     params.data = std::span<const uint8_t>(info.data, info.length);
     params.caching_mode = ohal::ExecutableCachingMode::kDefault;
-    OSPREY_ASSIGN_OR_RETURN(auto executable, cache_->PrepareExecutable(params),
-                            "preparing executable %u ('%s', %s) of module '%s'", unsigned(index),
-                            info.name, info.format, module->name());
+    OSPREY_ASSIGN_OR_RETURN(auto executable, cache->PrepareExecutable(params),
+                            "preparing executable %u ('%s', %s) of module '%s' for device '%s'",
+                            unsigned(index), info.name, info.format, module->name(),
+                            device->id());
     if (executable_count_ == executable_capacity_) {
       const size_t capacity = executable_capacity_ ? executable_capacity_ * 2 : 4;
       void* memory = nullptr;
@@ -124,16 +176,17 @@ class HalModuleState final : public vm::ModuleState {
       executable_capacity_ = capacity;
     }
     ohal::Executable* raw = executable.release();
-    executables_[executable_count_++] = CachedExecutable{module, index, raw};
+    executables_[executable_count_++] = CachedExecutable{device, module, index, raw};
     return raw;
+  }
+  StatusOr<ohal::Executable*> GetExecutable(const vm::BytecodeModule* module, uint32_t index) {
+    return GetExecutable(&slots_[0], module, index);
   }
 
  private:
-  ref_ptr<ohal::Device> device_;
   Allocator* allocator_;
-  ref_ptr<ohal::ExecutableCache> cache_;
-  ref_ptr<ohal::Semaphore> sync_semaphore_;
-  uint64_t sync_value_ = 0;
+  DeviceSlot slots_[kMaxModuleDevices];
+  size_t slot_count_ = 0;
   CachedExecutable* executables_ = nullptr;
   size_t executable_count_ = 0;
   size_t executable_capacity_ = 0;
@@ -141,13 +194,17 @@ class HalModuleState final : public vm::ModuleState {
 
 class HalModule final : public vm::NativeModule {
  public:
-  HalModule(const char* name, ref_ptr<ohal::Device> device,
+  HalModule(const char* name, std::span<const ref_ptr<ohal::Device>> devices,
             std::span<const vm::NativeFunction> functions)
-      : vm::NativeModule(name, functions), device_(std::move(device)) {}
+      : vm::NativeModule(name, functions) {
+    for (const ref_ptr<ohal::Device>& device : devices) devices_[device_count_++] = device;
+  }
 
   StatusOr<vm::ModuleState*> CreateState(Allocator* allocator) override {
-    OSPREY_ASSIGN_OR_RETURN(HalModuleState * state,
-                            allocator->New<HalModuleState>(device_, allocator));
+    OSPREY_ASSIGN_OR_RETURN(
+        HalModuleState * state,
+        allocator->New<HalModuleState>(
+            std::span<const ref_ptr<ohal::Device>>(devices_, device_count_), allocator));
     return static_cast<vm::ModuleState*>(state);
   }
   void DestroyState(vm::ModuleState* state, Allocator* allocator) override {
@@ -155,7 +212,8 @@ class HalModule final : public vm::NativeModule {
   }
 
  private:
-  ref_ptr<ohal::Device> device_;
+  ref_ptr<ohal::Device> devices_[kMaxModuleDevices];
+  size_t device_count_ = 0;
 };
 
 HalModuleState* State(vm::NativeCall& call) { return static_cast<HalModuleState*>(call.state()); }
@@ -259,6 +317,47 @@ ohal::DeviceSize LengthArg(int64_t value) {
 Status DeviceSelf(vm::NativeCall& call) {
   call.set_ref(0, vm::Ref(State(call)->device(), &kDeviceType));
   return OkStatus();
+}
+
+Status DevicesCount(vm::NativeCall& call) {
+  call.set_i32(0, int32_t(State(call)->device_count()));
+  return OkStatus();
+}
+
+// (index) -> device |index| of the context (0 is the default device).
+Status DevicesGet(vm::NativeCall& call) {
+  HalModuleState* state = State(call);
+  const int32_t index = call.i32(0);
+  if (index < 0 || size_t(index) >= state->device_count()) {
+    char names[96];
+    state->DeviceNames(names, sizeof(names));
+    return OutOfRangeError("device index %d is out of range: the context has %zu (%s)", index,
+                           state->device_count(), names);
+  }
+  call.set_ref(0, vm::Ref(state->device(size_t(index)), &kDeviceType));
+  return OkStatus();
+}
+
+// (format) -> the first device of the context that runs executables of
+// |format|; NOT_FOUND naming the format and the devices otherwise.
+Status DevicesSelect(vm::NativeCall& call) {
+  HalModuleState* state = State(call);
+  char format[64];
+  OSPREY_RETURN_IF_ERROR(GetText(call, 0, format, sizeof(format)));
+  for (size_t i = 0; i < state->device_count(); ++i) {
+    OSPREY_ASSIGN_OR_RETURN(DeviceSlot * slot, state->Slot(state->device(i), "select"));
+    OSPREY_ASSIGN_OR_RETURN(ohal::ExecutableCache * cache, state->Cache(slot));
+    if (cache->CanPrepareFormat(format)) {
+      call.set_ref(0, vm::Ref(state->device(i), &kDeviceType));
+      return OkStatus();
+    }
+  }
+  char names[96];
+  state->DeviceNames(names, sizeof(names));
+  return NotFoundError("the program needs a device that runs '%s' executables and none of the "
+                       "context's devices (%s) does: add one to the session (osprey-run: "
+                       "--device=%s,<device>)",
+                       format, names, state->device()->id());
 }
 
 Status DeviceAllocator(vm::NativeCall& call) {
@@ -673,11 +772,7 @@ Status CommandBufferDispatch(vm::NativeCall& call) {
 Status ExecutableCreate(vm::NativeCall& call) {
   ohal::Device* device = nullptr;
   OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kDeviceType, &device));
-  if (device != State(call)->device()) {
-    return InvalidArgumentError("argument 0: executables can only be created for the module's "
-                                "device '%s'",
-                                State(call)->device()->id());
-  }
+  OSPREY_ASSIGN_OR_RETURN(DeviceSlot * slot, State(call)->Slot(device, "argument 0"));
   if (!call.caller()) {
     return FailedPreconditionError(
         "hal.executable.create reads the calling module's executable table and must be called "
@@ -685,7 +780,7 @@ Status ExecutableCreate(vm::NativeCall& call) {
   }
   if (call.i32(1) < 0) return InvalidArgumentError("argument 1 (index) is negative");
   OSPREY_ASSIGN_OR_RETURN(ohal::Executable * executable,
-                          State(call)->GetExecutable(call.caller(), uint32_t(call.i32(1))));
+                          State(call)->GetExecutable(slot, call.caller(), uint32_t(call.i32(1))));
   call.set_ref(0, vm::Ref(executable, &kExecutableType));
   return OkStatus();
 }
@@ -764,11 +859,8 @@ Status DeviceQueueExecuteSync(vm::NativeCall& call) {
   OSPREY_RETURN_IF_ERROR(call.GetRef(0, &kDeviceType, &device));
   ohal::CommandBuffer* command_buffer = nullptr;
   OSPREY_RETURN_IF_ERROR(call.GetRef(1, &kCommandBufferType, &command_buffer));
-  if (device != State(call)->device()) {
-    return InvalidArgumentError("argument 0: execute_sync runs on the module's device '%s'",
-                                State(call)->device()->id());
-  }
-  return State(call)->ExecuteSync(command_buffer);
+  OSPREY_ASSIGN_OR_RETURN(DeviceSlot * slot, State(call)->Slot(device, "argument 0"));
+  return State(call)->ExecuteSync(slot, command_buffer);
 }
 
 //===----------------------------------------------------------------------===//
@@ -822,6 +914,9 @@ Status InlineDispatch(vm::NativeCall& call) {
 
 constexpr vm::NativeFunction kFunctions[] = {
     {"device", ":r", DeviceSelf},
+    {"devices.count", ":i", DevicesCount},
+    {"devices.get", "i:r", DevicesGet},
+    {"devices.select", "r:r", DevicesSelect},
     {"device.allocator", "r:r", DeviceAllocator},
     {"device.query.i64", "rr:iI", DeviceQueryI64},
     {"device.queue.execute", "rrIrIr:", DeviceQueueExecute},
@@ -869,12 +964,25 @@ constexpr vm::NativeFunction kInlineFunctions[] = {
     {"dispatch", "riiiirr:", InlineDispatch},
 };
 
-StatusOr<ref_ptr<vm::Module>> Create(const char* name, ref_ptr<ohal::Device> device,
+StatusOr<ref_ptr<vm::Module>> Create(const char* name,
+                                     std::span<const ref_ptr<ohal::Device>> devices,
                                      std::span<const vm::NativeFunction> functions,
                                      Allocator* allocator) {
-  if (!device) return InvalidArgumentError("the %s module needs a device", name);
-  OSPREY_ASSIGN_OR_RETURN(auto module,
-                          MakeRef<HalModule>(allocator, name, std::move(device), functions));
+  if (devices.empty()) return InvalidArgumentError("the %s module needs a device", name);
+  if (devices.size() > kMaxModuleDevices) {
+    return InvalidArgumentError("the %s module takes at most %zu devices, got %zu", name,
+                                kMaxModuleDevices, devices.size());
+  }
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (!devices[i]) return InvalidArgumentError("the %s module: device %zu is null", name, i);
+    for (size_t j = 0; j < i; ++j) {
+      if (devices[j] == devices[i]) {
+        return InvalidArgumentError("the %s module: device '%s' is given twice", name,
+                                    devices[i]->id());
+      }
+    }
+  }
+  OSPREY_ASSIGN_OR_RETURN(auto module, MakeRef<HalModule>(allocator, name, devices, functions));
   OSPREY_RETURN_IF_ERROR(module->Validate());
   return ref_ptr<vm::Module>(std::move(module));
 }
@@ -884,13 +992,20 @@ StatusOr<ref_ptr<vm::Module>> Create(const char* name, ref_ptr<ohal::Device> dev
 std::span<const vm::NativeFunction> ModuleFunctions() { return kFunctions; }
 std::span<const vm::NativeFunction> InlineModuleFunctions() { return kInlineFunctions; }
 
+StatusOr<ref_ptr<vm::Module>> CreateModule(std::span<const ref_ptr<ohal::Device>> devices,
+                                           Allocator* allocator) {
+  return Create("hal", devices, kFunctions, allocator);
+}
+
 StatusOr<ref_ptr<vm::Module>> CreateModule(ref_ptr<ohal::Device> device, Allocator* allocator) {
-  return Create("hal", std::move(device), kFunctions, allocator);
+  return Create("hal", std::span<const ref_ptr<ohal::Device>>(&device, device ? 1 : 0),
+                kFunctions, allocator);
 }
 
 StatusOr<ref_ptr<vm::Module>> CreateInlineModule(ref_ptr<ohal::Device> device,
                                                  Allocator* allocator) {
-  return Create("hal_inline", std::move(device), kInlineFunctions, allocator);
+  return Create("hal_inline", std::span<const ref_ptr<ohal::Device>>(&device, device ? 1 : 0),
+                kInlineFunctions, allocator);
 }
 
 }  // namespace osprey::modules::hal

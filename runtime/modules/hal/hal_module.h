@@ -50,12 +50,20 @@ vm::Ref WrapBuffer(::osprey::hal::Buffer* buffer);
 // on the stack: dispatch recording allocates nothing).
 inline constexpr size_t kMaxDispatchBindings = 32;
 inline constexpr size_t kMaxDispatchConstants = 64;
+// Largest number of devices one module (one session) drives.
+inline constexpr size_t kMaxModuleDevices = 4;
 
 // Creates the module bound to |device| (retained by the module). Every
 // context the module is registered with uses this device. |allocator| is
 // borrowed and must outlive the module.
 StatusOr<ref_ptr<vm::Module>> CreateModule(ref_ptr<::osprey::hal::Device> device,
                                            Allocator* allocator);
+// Creates the module bound to 1..kMaxModuleDevices distinct |devices|: the
+// first is the default ("hal.device"); bytecode reaches the others with
+// hal.devices.get / hal.devices.select and may use any of them wherever a
+// device argument is taken (executables are prepared and cached per device).
+StatusOr<ref_ptr<vm::Module>> CreateModule(
+    std::span<const ref_ptr<::osprey::hal::Device>> devices, Allocator* allocator);
 
 // The function table (for tools that list module functions).
 std::span<const vm::NativeFunction> ModuleFunctions();

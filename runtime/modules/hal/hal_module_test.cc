@@ -537,6 +537,120 @@ TEST_F(WrapRodataTest, VerifierRejectsARodataReferenceOutOfRange) {
   EXPECT_THAT(module.status().message(), HasSubstr("rodata"));
 }
 
+// A context of a module bound to a cpu-sync and an npu device.
+class MultiDeviceTest : public HalModuleTest {
+ protected:
+  void SetUp() override {
+    HalModuleTest::SetUp();
+    auto npu = registry_.CreateDevice("npu", {}, allocator_);
+    ASSERT_TRUE(npu.ok()) << npu.status().message();
+    npu_ = std::move(*npu);
+    const ref_ptr<ohal::Device> devices[] = {device_, npu_};
+    auto module = CreateModule(devices, allocator_);
+    ASSERT_TRUE(module.ok()) << module.status().message();
+    module_ = std::move(*module);
+    vm::Module* modules[] = {module_.get()};
+    auto context = vm::Context::Create(instance_.get(), modules, {}, allocator_);
+    ASSERT_TRUE(context.ok()) << context.status().message();
+    context_ = std::move(*context);
+  }
+  ref_ptr<ohal::Device> npu_;
+};
+
+TEST_F(MultiDeviceTest, ListsAndSelectsDevices) {
+  EXPECT_EQ(CallOne("devices.count", {}).i32, 2);
+  EXPECT_EQ(Device().ref.As<ohal::Device>(&kDeviceType), device_.get()) << "the first is default";
+  EXPECT_EQ(CallOne("devices.get", {vm::Value::I32(1)}).ref.As<ohal::Device>(&kDeviceType),
+            npu_.get());
+  EXPECT_EQ(CallOne("devices.select", {Text("npu-v1")}).ref.As<ohal::Device>(&kDeviceType),
+            npu_.get());
+
+  std::vector<vm::Value> results;
+  Status past_end = Call("devices.get", {vm::Value::I32(2)}, &results);
+  EXPECT_EQ(past_end.code(), StatusCode::kOutOfRange);
+  EXPECT_THAT(past_end.message(), HasSubstr("device index 2 is out of range: the context has 2 "
+                                            "(cpu-sync, npu)"));
+  Status negative = Call("devices.get", {vm::Value::I32(-1)}, &results);
+  EXPECT_EQ(negative.code(), StatusCode::kOutOfRange);
+  Status unknown = Call("devices.select", {Text("spirv")}, &results);
+  EXPECT_EQ(unknown.code(), StatusCode::kNotFound);
+  EXPECT_THAT(unknown.message(), HasSubstr("needs a device that runs 'spirv' executables and "
+                                           "none of the context's devices (cpu-sync, npu)"));
+}
+
+TEST_F(MultiDeviceTest, QueuesOfBothDevicesShareBuffersAndSemaphores) {
+  // The NPU copies a buffer the CPU device allocated and filled, after the
+  // CPU's work signalled a semaphore the CPU device created.
+  vm::Value cpu = Device();
+  vm::Value npu = CallOne("devices.get", {vm::Value::I32(1)});
+  vm::Value source = Allocate(64);
+  vm::Value target = Allocate(64);
+  vm::Value semaphore = CallOne("semaphore.create", {cpu, vm::Value::I64(0)});
+  vm::Value fill = CallOne("command_buffer.create", {cpu, vm::Value::I32(1)});
+  CallOne("command_buffer.begin", {fill});
+  CallOne("command_buffer.fill_buffer", {fill, source, vm::Value::I64(0), vm::Value::I64(-1),
+                                         vm::Value::I32(0x5A), vm::Value::I32(1)});
+  CallOne("command_buffer.end", {fill});
+  vm::Value copy = CallOne("command_buffer.create", {npu, vm::Value::I32(1)});
+  CallOne("command_buffer.begin", {copy});
+  CallOne("command_buffer.copy_buffer", {copy, source, vm::Value::I64(8), target,
+                                         vm::Value::I64(0), vm::Value::I64(56)});
+  CallOne("command_buffer.end", {copy});
+  const vm::Value null = vm::Value::FromRef(vm::Ref());
+  // Submitted in reverse order: the NPU waits for the CPU's signal.
+  CallOne("device.queue.execute", {npu, semaphore, vm::Value::I64(1), semaphore,
+                                   vm::Value::I64(2), copy});
+  CallOne("device.queue.execute", {cpu, null, vm::Value::I64(0), semaphore, vm::Value::I64(1),
+                                   fill});
+  CallOne("semaphore.wait", {semaphore, vm::Value::I64(2)});
+  uint8_t bytes[64] = {};
+  ASSERT_TRUE(target.ref.As<ohal::Buffer>(&kBufferType)->ReadData(0, bytes, 64).ok());
+  EXPECT_EQ(bytes[0], 0x5A);
+  EXPECT_EQ(bytes[55], 0x5A);
+  EXPECT_EQ(bytes[56], 0);
+
+  // execute_sync works on either device.
+  vm::Value again = CallOne("command_buffer.create", {npu, vm::Value::I32(1)});
+  CallOne("command_buffer.begin", {again});
+  CallOne("command_buffer.fill_buffer", {again, target, vm::Value::I64(0), vm::Value::I64(4),
+                                         vm::Value::I32(0x11), vm::Value::I32(1)});
+  CallOne("command_buffer.end", {again});
+  CallOne("device.queue.execute_sync", {npu, again});
+  ASSERT_TRUE(target.ref.As<ohal::Buffer>(&kBufferType)->ReadData(0, bytes, 4).ok());
+  EXPECT_EQ(bytes[3], 0x11);
+}
+
+TEST_F(MultiDeviceTest, RefusesDevicesOfOtherContexts) {
+  auto other = registry_.CreateDevice("cpu-sync", {}, allocator_);
+  ASSERT_TRUE(other.ok());
+  vm::Value stranger = vm::Value::FromRef(vm::Ref(other->get(), &kDeviceType));
+  vm::Value command_buffer = CallOne("command_buffer.create", {stranger, vm::Value::I32(1)});
+  CallOne("command_buffer.begin", {command_buffer});
+  CallOne("command_buffer.end", {command_buffer});
+  std::vector<vm::Value> results;
+  Status status = Call("device.queue.execute_sync", {stranger, command_buffer}, &results);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("argument 0: device 'cpu-sync' is not one of this "
+                                          "context's devices (cpu-sync, npu)"));
+}
+
+TEST(HalModuleCreateTest, DeviceListsAreChecked) {
+  ohal::DriverRegistry registry;
+  ASSERT_TRUE(drivers::RegisterEnabledDrivers(registry).ok());
+  auto device = registry.CreateDevice("cpu-sync", {}, Allocator::Default());
+  ASSERT_TRUE(device.ok());
+  const ref_ptr<ohal::Device> twice[] = {*device, *device};
+  auto duplicate = CreateModule(twice, Allocator::Default());
+  EXPECT_EQ(duplicate.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(duplicate.status().message(), HasSubstr("device 'cpu-sync' is given twice"));
+  const ref_ptr<ohal::Device> many[] = {*device, nullptr, nullptr, nullptr, nullptr};
+  auto too_many = CreateModule(many, Allocator::Default());
+  EXPECT_THAT(too_many.status().message(), HasSubstr("at most 4 devices, got 5"));
+  const ref_ptr<ohal::Device> with_null[] = {*device, nullptr};
+  auto null_device = CreateModule(with_null, Allocator::Default());
+  EXPECT_THAT(null_device.status().message(), HasSubstr("device 1 is null"));
+}
+
 TEST(HalModuleCreateTest, NeedsADevice) {
   auto module = CreateModule(nullptr, Allocator::Default());
   EXPECT_EQ(module.status().code(), StatusCode::kInvalidArgument);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "drivers/npu/test/stream_builder.h"
 #include "hal/types.h"
 #include "tools/common/flags.h"
 #include "tools/common/npy.h"
@@ -322,10 +323,11 @@ StatusOr<std::vector<uint8_t>> BuildBadBytecode() {
 // executable 0 (the text cannot name a file, so the bytes go in as hex).
 StatusOr<std::vector<uint8_t>> AssembleWithExecutable(const std::string& asm_path,
                                                       const std::vector<uint8_t>& elf,
-                                                      const std::string& format) {
+                                                      const std::string& format,
+                                                      const char* name = "vector_add") {
   OSPREY_ASSIGN_OR_RETURN(auto text_bytes, tools::ReadFileBytes(asm_path));
   std::string text(text_bytes.begin(), text_bytes.end());
-  text += "\nexecutable \"" + format + "\" @vector_add align 16 hex \"";
+  text += "\nexecutable \"" + format + "\" @" + name + " align 16 hex \"";
   static const char kHex[] = "0123456789abcdef";
   for (uint8_t byte : elf) {
     text += kHex[byte >> 4];
@@ -335,8 +337,32 @@ StatusOr<std::vector<uint8_t>> AssembleWithExecutable(const std::string& asm_pat
   return vm::AssembleModule(text);
 }
 
+// The npu-v1 executable of cpu_npu.vmasm: one export "relu2" that reads 64
+// int8 values from binding 0 and writes clamp(2 * max(x, 0)) to binding 1.
+std::vector<uint8_t> Relu2NpuBlob() {
+  namespace npu = drivers::npu::test;
+  npu::StreamBuilder stream;
+  stream.DmaRead(0, 0, 0, 64).Op(NPU_OP_SYNC);
+  stream.Ifm(0, 1, 1, 64).Ofm(64, 1, 1, 64);
+  stream.Set(NPU_REG_OUT_MULT, 1 << 30).Set(NPU_REG_OUT_SHIFT, 2).Op(NPU_OP_ACT_RELU);
+  stream.Op(NPU_OP_SYNC).DmaWrite(1, 0, 64, 64);
+  npu::BlobExport relu2;
+  relu2.name = "relu2";
+  relu2.words = stream.Finish();
+  relu2.relocations = stream.relocations();
+  relu2.binding_count = 2;
+  relu2.binding_write_mask = 0x2;
+  return npu::BuildBlob({relu2});
+}
+
 Status Run(const std::string& elf_path, const std::string& format, const std::string& asm_path,
-           const std::string& out_dir) {
+           const std::string& npu_asm_path, const std::string& out_dir) {
+  if (!npu_asm_path.empty()) {
+    OSPREY_ASSIGN_OR_RETURN(auto assembled,
+                            AssembleWithExecutable(npu_asm_path, Relu2NpuBlob(), "npu-v1", "relu2"),
+                            "assembling '%s'", npu_asm_path.c_str());
+    OSPREY_RETURN_IF_ERROR(WriteFile(out_dir + "/cpu_npu.osp", assembled));
+  }
   OSPREY_ASSIGN_OR_RETURN(auto elf, tools::ReadFileBytes(elf_path));
   if (!asm_path.empty()) {
     OSPREY_ASSIGN_OR_RETURN(auto assembled, AssembleWithExecutable(asm_path, elf, format),
@@ -406,14 +432,16 @@ func @main() regs(i=1) export {
 }  // namespace osprey
 
 int main(int argc, char** argv) {
-  std::string elf, format = "elf-x86_64", asm_path, out_dir = ".";
+  std::string elf, format = "elf-x86_64", asm_path, npu_asm_path, out_dir = ".";
   osprey::tools::FlagParser parser("make_test_modules --elf=FILE --format=FMT --out_dir=DIR");
   parser.AddString("elf", &elf, "Dispatch library to embed.");
   parser.AddString("format", &format, "Executable format of --elf.");
   parser.AddString("asm", &asm_path, "Textual module to assemble into dynamic_add.osp.");
+  parser.AddString("npu_asm", &npu_asm_path,
+                   "Textual module to assemble with an npu-v1 executable into cpu_npu.osp.");
   parser.AddString("out_dir", &out_dir, "Where to write the modules.");
   osprey::Status status = parser.Parse(&argc, argv);
-  if (status.ok()) status = osprey::Run(elf, format, asm_path, out_dir);
+  if (status.ok()) status = osprey::Run(elf, format, asm_path, npu_asm_path, out_dir);
   if (!status.ok()) {
     char text[2048];
     status.ToString(text, sizeof(text));
