@@ -34,6 +34,10 @@ Status WaitAny(const SemaphoreList& list, int64_t deadline_ns) {
 
 }  // namespace
 
+StatusOr<int64_t> Device::QueryI64(const char* key) {
+  return NotFoundError("device '%s' has no value '%s'", id(), key);
+}
+
 bool ParseDeviceParamUint64(const char* text, uint64_t max, uint64_t* out_value) {
   if (!text || !*text) return false;
   uint64_t value = 0;

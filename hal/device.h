@@ -44,6 +44,11 @@ class Device : public Resource {
   // absolute |deadline_ns| passes (DEADLINE_EXCEEDED).
   virtual Status WaitSemaphores(WaitMode mode, const SemaphoreList& semaphores,
                                 int64_t deadline_ns);
+
+  // A fact or counter of the device by key ("npu.total_cycles", ...; each
+  // driver documents its keys). NOT_FOUND for keys the device does not
+  // know (the default for every key). Thread-safe.
+  virtual StatusOr<int64_t> QueryI64(const char* key);
 };
 
 // A key=value option passed at device creation (e.g. "task_workers=2").

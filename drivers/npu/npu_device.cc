@@ -424,6 +424,31 @@ sim::Counters NpuDevice::counters() {
   return counters_;
 }
 
+StatusOr<int64_t> NpuDevice::QueryI64(const char* key) {
+  const sim::Counters c = counters();
+  const sim::HardwareConfig& config = options_.hardware;
+  const struct {
+    const char* key;
+    uint64_t value;
+  } kValues[] = {
+      {"npu.total_cycles", c.total_cycles},
+      {"npu.compute_cycles", c.compute_cycles},
+      {"npu.dma_cycles", c.dma_cycles},
+      {"npu.mac_cycles", c.mac_cycles},
+      {"npu.macs", c.macs},
+      {"npu.dma_bytes_read", c.dma_bytes_read},
+      {"npu.dma_bytes_written", c.dma_bytes_written},
+      {"npu.instructions", c.instructions},
+      {"npu.pes", config.pe_count},
+      {"npu.sram_bytes", config.sram_bytes},
+      {"npu.weight_memory_bytes", config.weight_memory_bytes},
+  };
+  for (const auto& entry : kValues) {
+    if (strcmp(entry.key, key) == 0) return int64_t(entry.value);
+  }
+  return hal::Device::QueryI64(key);
+}
+
 Status NpuDevice::Execute(const hal::SemaphoreList& wait,
                           std::span<hal::CommandBuffer* const> command_buffers) {
   const int64_t deadline = platform::DeadlineFromTimeout(options_.wait_timeout_ns);

@@ -94,6 +94,11 @@ class NpuDevice final : public hal::Device {
 
   // Counters of every job run so far (cycles, MACs, DMA bytes).
   sim::Counters counters();
+  // Counters and configuration by key: "npu.total_cycles",
+  // "npu.compute_cycles", "npu.dma_cycles", "npu.mac_cycles", "npu.macs",
+  // "npu.dma_bytes_read", "npu.dma_bytes_written", "npu.instructions",
+  // "npu.pes", "npu.sram_bytes", "npu.weight_memory_bytes".
+  StatusOr<int64_t> QueryI64(const char* key) override;
   const NpuDeviceOptions& options() const { return options_; }
   // The hardware model (registers, simulator); borrowed.
   NpuHardware* hardware() const { return hardware_; }

@@ -165,6 +165,12 @@ TEST_F(NpuDeviceTest, ConvDispatchMatchesReference) {
     sim::Counters counters = device_->counters();
     EXPECT_EQ(counters.macs, uint64_t(8 * 8 * 6 * 9 * 4));
     EXPECT_GT(counters.total_cycles, 0u);
+    // The same counters by key, through the HAL.
+    hal::Device* device = device_.get();
+    EXPECT_EQ(*device->QueryI64("npu.macs"), int64_t(counters.macs));
+    EXPECT_EQ(*device->QueryI64("npu.total_cycles"), int64_t(counters.total_cycles));
+    EXPECT_EQ(*device->QueryI64("npu.pes"), int64_t(options.hardware.pe_count));
+    EXPECT_EQ(device->QueryI64("npu.nonsense").status().code(), StatusCode::kNotFound);
     EXPECT_EQ(device_->hardware()->ReadRegister(kHwRegId), kHwId);
     EXPECT_EQ(device_->hardware()->ReadRegister(kHwRegCompleted), 1u);
   }

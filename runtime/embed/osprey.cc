@@ -203,6 +203,17 @@ const char* osprey_device_name(const osprey_device_t* device) {
   return device ? device->device->id() : "";
 }
 
+osprey_status_t* osprey_device_query_i64(osprey_device_t* device, const char* key,
+                                         int64_t* out_value) {
+  if (!device || !key || !out_value) {
+    return ToCStatus(osprey::InvalidArgumentError("device, key and out_value are required"));
+  }
+  auto value = device->device->QueryI64(key);
+  if (!value.ok()) return ToCStatus(std::move(value).status());
+  *out_value = *value;
+  return nullptr;
+}
+
 //===----------------------------------------------------------------------===//
 // Buffer views
 //===----------------------------------------------------------------------===//

@@ -148,6 +148,11 @@ void osprey_device_retain(osprey_device_t* device);
 void osprey_device_release(osprey_device_t* device);
 /* The driver name of |device| ("cpu-sync"); owned by the device. */
 const char* osprey_device_name(const osprey_device_t* device);
+/* A fact or counter of |device| by key, e.g. the npu's "npu.total_cycles",
+ * "npu.macs", "npu.mac_cycles", "npu.pes" (docs/npu.md lists them).
+ * NOT_FOUND for keys the device does not know. */
+osprey_status_t* osprey_device_query_i64(osprey_device_t* device, const char* key,
+                                         int64_t* out_value);
 
 /*===------------------------------------------------------------------===*/
 /* Buffer views                                                           */

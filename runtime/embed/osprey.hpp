@@ -106,6 +106,10 @@ class Device : public Handle<osprey_device_t, osprey_device_retain, osprey_devic
                                        out->reset_and_get_address()));
   }
   const char* name() const { return osprey_device_name(get()); }
+  // See osprey_device_query_i64.
+  Status QueryI64(const char* key, int64_t* out_value) const {
+    return Status(osprey_device_query_i64(get(), key, out_value));
+  }
 };
 
 class BufferView

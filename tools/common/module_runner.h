@@ -62,6 +62,7 @@ class ModuleRunner {
   const embed::Function& function() const { return function_; }
   // The first (default) device.
   const embed::Device& device() const { return devices_[0]; }
+  const std::vector<embed::Device>& devices() const { return devices_; }
 
  private:
   ModuleRunner() = default;

@@ -19,7 +19,7 @@ constexpr char kUsage[] =
     "                  [--output=@out.npy ...] [--expected_output=@ref.npy ...]\n"
     "                  [--tolerance=1e-4] [--task_workers=N]\n"
     "                  [--max_memory=64M] [--deadline_ms=N] [--max_instructions=N]\n"
-    "                  [--verify_digest=module|executables|none]\n"
+    "                  [--verify_digest=module|executables|none] [--npu_stats]\n"
     "Exits 0 on success, 1 on any error or output mismatch.";
 
 struct Flags {
@@ -29,7 +29,41 @@ struct Flags {
   double tolerance = 1e-4;
   int64_t print_max_elements = 1024;
   bool print_outputs = true;
+  bool npu_stats = false;
 };
+
+// Prints the counters of every device that keeps npu counters (the
+// simulated NPU): cycles, MACs against the array's peak, DMA traffic.
+Status PrintNpuStats(const ModuleRunner& runner) {
+  bool printed = false;
+  for (const embed::Device& device : runner.devices()) {
+    int64_t pes = 0;
+    if (!device.QueryI64("npu.pes", &pes).ok()) continue;
+    const char* keys[] = {"npu.total_cycles",   "npu.compute_cycles",    "npu.dma_cycles",
+                          "npu.mac_cycles",     "npu.macs",              "npu.dma_bytes_read",
+                          "npu.dma_bytes_written", "npu.instructions"};
+    int64_t v[8] = {};
+    for (int i = 0; i < 8; ++i) {
+      OSPREY_RETURN_IF_ERROR(FromEmbedStatus(device.QueryI64(keys[i], &v[i])), "--npu_stats");
+    }
+    const double peak = double(v[4]) / double(pes);
+    std::printf("%s: %lld cycles (compute engine busy %lld, DMA engine busy %lld), "
+                "%lld instructions\n",
+                device.name(), (long long)v[0], (long long)v[1], (long long)v[2],
+                (long long)v[7]);
+    std::printf("%s: %lld MACs on %lld PEs: peak %.0f cycles, %lld cycles of MAC instructions "
+                "(PE utilization %.1f %%), total %.2fx peak\n",
+                device.name(), (long long)v[4], (long long)pes, peak, (long long)v[3],
+                v[3] ? 100.0 * peak / double(v[3]) : 0.0, peak > 0 ? double(v[0]) / peak : 0.0);
+    std::printf("%s: DMA %lld bytes read, %lld bytes written\n", device.name(),
+                (long long)v[5], (long long)v[6]);
+    printed = true;
+  }
+  if (!printed) {
+    return InvalidArgumentError("--npu_stats: none of the devices in --device is an npu");
+  }
+  return OkStatus();
+}
 
 Status Run(const Flags& flags) {
   OSPREY_ASSIGN_OR_RETURN(auto runner, ModuleRunner::Create(flags.run));
@@ -39,6 +73,7 @@ Status Run(const Flags& flags) {
       std::printf("result[%zu]: %s\n", i, FormatTensor(results[i], flags.print_max_elements).c_str());
     }
   }
+  if (flags.npu_stats) OSPREY_RETURN_IF_ERROR(PrintNpuStats(*runner));
   if (flags.outputs.size() > results.size()) {
     return InvalidArgumentError("%zu --output flags but '%s' returned %zu outputs",
                                 flags.outputs.size(), runner->function().name(), results.size());
@@ -96,6 +131,9 @@ int main(int argc, char** argv) {
   parser.AddInt("print_max_elements", &flags.print_max_elements,
                 "Elements printed per output before eliding.");
   parser.AddBool("print_outputs", &flags.print_outputs, "Print the outputs to stdout.");
+  parser.AddBool("npu_stats", &flags.npu_stats,
+                 "After the call, print the NPU's simulated cycles, MACs, PE utilization and "
+                 "DMA traffic.");
   osprey::Status status = parser.Parse(&argc, argv);
   if (!status.ok()) {
     std::fprintf(stderr, "osprey-run: %s\n", status.message());

@@ -379,6 +379,7 @@ bool MatchPattern(const char* pattern, const char* text) {
 //   "device.executable_format=<fmt>"  1 if the device can run the format
 //   "allocator.bytes_allocated"       bytes currently allocated
 //   "device.processor_count"          host processors
+//   anything hal::Device::QueryI64 knows (e.g. "npu.total_cycles")
 // Unknown keys return ok = 0 so programs can probe.
 Status DeviceQueryI64(vm::NativeCall& call) {
   ohal::Device* device = nullptr;
@@ -396,6 +397,8 @@ Status DeviceQueryI64(vm::NativeCall& call) {
     value = int64_t(device->allocator()->bytes_allocated());
   } else if (strcmp(key, "device.processor_count") == 0) {
     value = platform::ProcessorCount();
+  } else if (StatusOr<int64_t> device_value = device->QueryI64(key); device_value.ok()) {
+    value = *device_value;
   } else {
     ok = 0;
   }

@@ -572,6 +572,13 @@ TEST_F(MultiDeviceTest, ListsAndSelectsDevices) {
                                             "(cpu-sync, npu)"));
   Status negative = Call("devices.get", {vm::Value::I32(-1)}, &results);
   EXPECT_EQ(negative.code(), StatusCode::kOutOfRange);
+  ASSERT_TRUE(Call("device.query.i64",
+                   {CallOne("devices.get", {vm::Value::I32(1)}), Text("npu.pes")}, &results)
+                  .ok());
+  EXPECT_EQ(results[0].i32, 1) << "device keys answer through device.query.i64";
+  EXPECT_EQ(results[1].i64, 128);
+  ASSERT_TRUE(Call("device.query.i64", {Device(), Text("npu.pes")}, &results).ok());
+  EXPECT_EQ(results[0].i32, 0) << "the CPU has no npu counters";
   Status unknown = Call("devices.select", {Text("spirv")}, &results);
   EXPECT_EQ(unknown.code(), StatusCode::kNotFound);
   EXPECT_THAT(unknown.message(), HasSubstr("needs a device that runs 'spirv' executables and "
