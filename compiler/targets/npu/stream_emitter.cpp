@@ -837,6 +837,56 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
     out.layers.push_back(std::move(report));
   }
 
+  // Weight blocks at fixed addresses may load earlier than the step before
+  // their first use: into the latest earlier phase whose compute leaves the
+  // DMA engine enough idle time (phase k runs loads(k+1) and stores(k-1)
+  // beside compute(k)).
+  if (staticWeights && steps.size() > 2) {
+    const size_t n = steps.size();
+    auto cycles = [&](const std::vector<Dma> &v) {
+      uint64_t c = 0;
+      for (const Dma &d : v) {
+        c += dmaCycles(config, d.len * d.rows);
+      }
+      return c;
+    };
+    std::vector<int64_t> slack(n, 0);
+    for (size_t k = 0; k + 1 < n; ++k) {
+      uint64_t compute = 0;
+      for (const Compute &c : steps[k].compute) {
+        compute += c.cycles;
+      }
+      slack[k] = int64_t(compute) - int64_t(cycles(steps[k + 1].loads)) -
+                 int64_t(k > 0 ? cycles(steps[k - 1].stores) : 0);
+    }
+    for (size_t j = 2; j < n; ++j) {
+      if (slack[j - 1] >= 0) {
+        continue;
+      }
+      std::vector<Dma> keep;
+      for (const Dma &d : steps[j].loads) {
+        int64_t need = int64_t(dmaCycles(config, d.len * d.rows));
+        size_t target = 0;
+        if (d.toWeights && slack[j - 1] < 0) {
+          for (size_t p = j - 1; p-- > 0;) {
+            if (slack[p] >= need && steps[p + 1].loads.size() < 12) {
+              target = p + 1;
+              break;
+            }
+          }
+        }
+        if (target == 0) {
+          keep.push_back(d);
+          continue;
+        }
+        steps[target].loads.push_back(d);
+        slack[target - 1] -= need;
+        slack[j - 1] += need;
+      }
+      steps[j].loads = std::move(keep);
+    }
+  }
+
   // Software pipeline: stores of step k-1 and loads of step k+1 on the DMA
   // engine while step k computes. Loads wait for the stores they read back
   // (spilled tensors) and for compute still using their destination.
