@@ -27,7 +27,8 @@ absl::StatusOr<uint64_t> parseSize(absl::string_view key,
   absl::string_view digits = value;
   uint64_t unit = 1;
   size_t end = 0;
-  while (end < value.size() && std::isdigit(static_cast<unsigned char>(value[end]))) {
+  while (end < value.size() &&
+         std::isdigit(static_cast<unsigned char>(value[end]))) {
     ++end;
   }
   digits = value.substr(0, end);
@@ -54,8 +55,9 @@ absl::StatusOr<uint64_t> parseSize(absl::string_view key,
   return bytes;
 }
 
-absl::StatusOr<uint64_t> parseInt(absl::string_view key, absl::string_view value,
-                                  uint64_t min, uint64_t max) {
+absl::StatusOr<uint64_t> parseInt(absl::string_view key,
+                                  absl::string_view value, uint64_t min,
+                                  uint64_t max) {
   uint64_t n = 0;
   if (value.empty() || value.size() > 12 || !absl::SimpleAtoi(value, &n) ||
       !std::isdigit(static_cast<unsigned char>(value[0]))) {
@@ -80,15 +82,15 @@ std::string NpuConfig::toString() const {
   return absl::StrCat(
       "npu-v1:pes=", peCount, ",sram=", sizeText(sramBytes),
       ",pool=", sizeText(poolBytes), ",wmem=", sizeText(weightBytes),
-      ",dma_bw=", dmaBytesPerCycle, ",dma_setup=", dmaSetupCycles, ",mode=",
-      mapping == PeMapping::OutputParallel ? "output" : "input");
+      ",dma_bw=", dmaBytesPerCycle, ",dma_setup=", dmaSetupCycles,
+      ",mode=", mapping == PeMapping::OutputParallel ? "output" : "input");
 }
 
 absl::StatusOr<NpuConfig> parseNpuConfig(absl::string_view spec) {
   absl::string_view name = spec.substr(0, spec.find(':'));
   if (name != "npu-v1") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "unknown accelerator '", name, "' (supported: npu-v1)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown accelerator '", name, "' (supported: npu-v1)"));
   }
   NpuConfig config;
   bool poolSet = false;
@@ -98,8 +100,8 @@ absl::StatusOr<NpuConfig> parseNpuConfig(absl::string_view spec) {
     for (absl::string_view item : absl::StrSplit(options, ',')) {
       size_t eq = item.find('=');
       if (eq == absl::string_view::npos || eq == 0) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "npu-v1 option '", item, "' is not key=value"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("npu-v1 option '", item, "' is not key=value"));
       }
       absl::string_view key = item.substr(0, eq);
       absl::string_view value = item.substr(eq + 1);

@@ -6,9 +6,9 @@
 #ifndef OSPREY_COMPILER_TARGETS_NPU_NPU_CONFIG_H_
 #define OSPREY_COMPILER_TARGETS_NPU_NPU_CONFIG_H_
 
+#include "absl/strings/string_view.h"
 #include <cstdint>
 #include <string>
-#include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
 #include "drivers/npu/sim/simulator.h"
@@ -23,13 +23,13 @@ enum class PeMapping : uint8_t {
 };
 
 struct NpuConfig {
-  uint32_t peCount = 128;                  // pes: 64, 128 or 256.
-  uint64_t sramBytes = 512 * 1024;         // sram: 256 KiB .. 256 MiB.
-  uint64_t poolBytes = 128 * 1024;         // pool: default sram / 4, < sram.
-  uint64_t weightBytes = 256 * 1024;       // wmem: 16 KiB .. 256 MiB.
-  uint32_t dmaBytesPerCycle = 16;          // dma_bw: 1 .. 256.
-  uint32_t dmaSetupCycles = 64;            // dma_setup: 0 .. 65536.
-  PeMapping mapping = PeMapping::OutputParallel;  // mode: output | input.
+  uint32_t peCount = 128;            // pes: 64, 128 or 256.
+  uint64_t sramBytes = 512 * 1024;   // sram: 256 KiB .. 256 MiB.
+  uint64_t poolBytes = 128 * 1024;   // pool: default sram / 4, < sram.
+  uint64_t weightBytes = 256 * 1024; // wmem: 16 KiB .. 256 MiB.
+  uint32_t dmaBytesPerCycle = 16;    // dma_bw: 1 .. 256.
+  uint32_t dmaSetupCycles = 64;      // dma_setup: 0 .. 65536.
+  PeMapping mapping = PeMapping::OutputParallel; // mode: output | input.
 
   // PE array rows x columns: 64 = 8x8, 128 = 8x16, 256 = 16x16.
   uint32_t arrayRows() const { return peCount == 256 ? 16 : 8; }

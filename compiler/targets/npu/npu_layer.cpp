@@ -79,28 +79,28 @@ absl::Status verifyLayer(const NpuLayer &l) {
     return invalid(l, "zero points, clamps and scalars must be int8");
   }
   if (l.actMin > l.actMax) {
-    return invalid(l, absl::StrCat("clamp [", l.actMin, ", ", l.actMax,
-                                   "] is empty"));
+    return invalid(
+        l, absl::StrCat("clamp [", l.actMin, ", ", l.actMax, "] is empty"));
   }
   if (l.hasWindow()) {
     if (l.kernelH < 1 || l.kernelW < 1 || l.kernelH > 16 || l.kernelW > 16) {
-      return unimplemented(l, absl::StrCat("kernel ", l.kernelH, "x",
-                                           l.kernelW, " (npu-v1: 1..16)"));
+      return unimplemented(l, absl::StrCat("kernel ", l.kernelH, "x", l.kernelW,
+                                           " (npu-v1: 1..16)"));
     }
     if (l.strideH < 1 || l.strideW < 1 || l.strideH > 8 || l.strideW > 8) {
-      return unimplemented(l, absl::StrCat("stride ", l.strideH, "x",
-                                           l.strideW, " (npu-v1: 1..8)"));
+      return unimplemented(l, absl::StrCat("stride ", l.strideH, "x", l.strideW,
+                                           " (npu-v1: 1..8)"));
     }
     if (l.padTop < 0 || l.padLeft < 0 || l.padBottom < 0 || l.padRight < 0) {
       return invalid(l, "negative padding");
     }
     if (l.padTop >= l.kernelH || l.padLeft >= l.kernelW ||
         l.padBottom >= l.kernelH || l.padRight >= l.kernelW) {
-      return unimplemented(
-          l, absl::StrCat("padding (top ", l.padTop, ", left ", l.padLeft,
-                          ", bottom ", l.padBottom, ", right ", l.padRight,
-                          ") not smaller than kernel ", l.kernelH, "x",
-                          l.kernelW));
+      return unimplemented(l, absl::StrCat("padding (top ", l.padTop, ", left ",
+                                           l.padLeft, ", bottom ", l.padBottom,
+                                           ", right ", l.padRight,
+                                           ") not smaller than kernel ",
+                                           l.kernelH, "x", l.kernelW));
     }
     int64_t spanH = l.input.h + l.padTop + l.padBottom - l.kernelH;
     int64_t spanW = l.input.w + l.padLeft + l.padRight - l.kernelW;
@@ -111,8 +111,8 @@ absl::Status verifyLayer(const NpuLayer &l) {
     int64_t oc = l.kind == LayerKind::Conv ? l.output.c : l.input.c;
     if (l.output.h != oh || l.output.w != ow || l.output.c != oc) {
       return invalid(l, absl::StrCat("output ", shapeText(l.output),
-                                     " does not match the geometry (",
-                                     oh, "x", ow, "x", oc, ")"));
+                                     " does not match the geometry (", oh, "x",
+                                     ow, "x", oc, ")"));
     }
     // Windows must start inside the input (bottom/right padding is implicit).
     if ((oh - 1) * l.strideH - l.padTop > l.input.h - 1 ||
@@ -128,8 +128,7 @@ absl::Status verifyLayer(const NpuLayer &l) {
     }
   } else if (!(l.input == l.output)) {
     return invalid(l, absl::StrCat("elementwise output ", shapeText(l.output),
-                                   " differs from input ",
-                                   shapeText(l.input)));
+                                   " differs from input ", shapeText(l.input)));
   }
   if (l.hasWeights()) {
     int64_t oc = l.output.c;
@@ -139,25 +138,25 @@ absl::Status verifyLayer(const NpuLayer &l) {
                            ? int64_t{l.kernelH} * l.kernelW * l.input.c
                            : oc * l.input.c;
     if (static_cast<int64_t>(l.weights.size()) != expected) {
-      return invalid(l, absl::StrCat(l.weights.size(), " weights, expected ",
-                                     expected));
+      return invalid(
+          l, absl::StrCat(l.weights.size(), " weights, expected ", expected));
     }
     if (static_cast<int64_t>(l.bias.size()) != oc ||
         static_cast<int64_t>(l.multiplier.size()) != oc ||
         static_cast<int64_t>(l.shift.size()) != oc) {
-      return invalid(l, absl::StrCat("bias/multiplier/shift need ", oc,
-                                     " entries each"));
+      return invalid(
+          l, absl::StrCat("bias/multiplier/shift need ", oc, " entries each"));
     }
     for (int64_t i = 0; i < oc; ++i) {
       if (l.multiplier[i] < 0 || l.shift[i] < -31 || l.shift[i] > 30) {
         return invalid(l, absl::StrCat("channel ", i, ": multiplier ",
-                                       l.multiplier[i], " / shift ",
-                                       l.shift[i], " out of range"));
+                                       l.multiplier[i], " / shift ", l.shift[i],
+                                       " out of range"));
       }
     }
   }
-  if (!validRescale(l.out) || !validRescale(l.alpha) || !validRescale(l.inScale) ||
-      !validRescale(l.in2Scale)) {
+  if (!validRescale(l.out) || !validRescale(l.alpha) ||
+      !validRescale(l.inScale) || !validRescale(l.in2Scale)) {
     return invalid(l, "per-tensor multiplier/shift out of range");
   }
   if (l.addLeftShift < 0 || l.addLeftShift > 20) {

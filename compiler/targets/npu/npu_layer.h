@@ -94,7 +94,8 @@ struct NpuLayer {
   std::vector<int32_t> bias, multiplier, shift; // One per output channel.
 
   // Elementwise: Relu/LeakyRelu/Add use |out|; LeakyRelu's negative side
-  // |alpha|; Add rescales each input by |inScale| / |in2Scale| after a left shift.
+  // |alpha|; Add rescales each input by |inScale| / |in2Scale| after a left
+  // shift.
   Rescale out, alpha, inScale, in2Scale;
   int32_t addLeftShift = 20;
   // Min/Max: with a second tensor (input2) unless |useScalar|.
@@ -111,7 +112,9 @@ struct NpuLayer {
     return kind == LayerKind::Conv || kind == LayerKind::DepthwiseConv ||
            kind == LayerKind::MaxPool || kind == LayerKind::AvgPool;
   }
-  bool isElementwise() const { return !hasWindow() && kind != LayerKind::MatMul; }
+  bool isElementwise() const {
+    return !hasWindow() && kind != LayerKind::MatMul;
+  }
   bool hasSecondInput() const {
     return kind == LayerKind::Add ||
            ((kind == LayerKind::Min || kind == LayerKind::Max) && !useScalar);

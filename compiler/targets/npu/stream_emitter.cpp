@@ -66,7 +66,9 @@ struct StepOps {
   std::vector<Dma> stores;
 };
 
-Range sram(uint64_t addr, uint64_t bytes) { return {kSram, addr, addr + bytes}; }
+Range sram(uint64_t addr, uint64_t bytes) {
+  return {kSram, addr, addr + bytes};
+}
 Range wmem(uint64_t addr, uint64_t bytes) {
   return {kWeightMemory, addr, addr + bytes};
 }
@@ -271,7 +273,8 @@ uint64_t packSubBlock(const NpuLayer &l, int64_t c0, int64_t c1, int64_t ic0,
     for (int64_t o = c0; o < c1; ++o) {
       for (int64_t t = 0; t < kh * kw; ++t) {
         for (int64_t i = ic0; i < ic1; ++i) {
-          out.push_back(static_cast<uint8_t>(l.weights[(o * kh * kw + t) * ic + i]));
+          out.push_back(
+              static_cast<uint8_t>(l.weights[(o * kh * kw + t) * ic + i]));
         }
       }
     }
@@ -305,7 +308,7 @@ struct TensorInfo {
   int lastUse = -1;
   uint64_t bytes = 0;
   bool resident = false;
-  uint64_t addr = 0;         // SRAM, when resident.
+  uint64_t addr = 0;          // SRAM, when resident.
   uint64_t scratchOffset = 0; // Scratch binding, when spilled.
 };
 
@@ -363,8 +366,8 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
     if (absl::Status s = verifyLayer(l); !s.ok()) {
       return s;
     }
-    auto use = [&](const Operand &op, const Shape &shape, bool isOutput)
-        -> absl::Status {
+    auto use = [&](const Operand &op, const Shape &shape,
+                   bool isOutput) -> absl::Status {
       if (op.kind == Operand::Kind::Binding) {
         if (op.binding >= NPU_MAX_BINDINGS) {
           return chainError(absl::StrCat("layer '", l.name, "' uses binding ",
@@ -377,8 +380,8 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
                                          ", the chain's weight binding"));
         }
         if (op.offset + shape.elements() > (uint64_t{1} << 32)) {
-          return chainError(absl::StrCat("layer '", l.name,
-                                         "': binding offset past 4 GiB"));
+          return chainError(
+              absl::StrCat("layer '", l.name, "': binding offset past 4 GiB"));
         }
         maxBinding = std::max(maxBinding, op.binding);
         (isOutput ? outputBindings : inputBindings).insert(op.binding);
@@ -403,8 +406,7 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
         if (static_cast<uint64_t>(shape.elements()) != t.bytes) {
           return chainError(absl::StrCat("layer '", l.name, "' reads tensor ",
                                          op.tensor, " as ", shape.elements(),
-                                         " elements, produced with ",
-                                         t.bytes));
+                                         " elements, produced with ", t.bytes));
         }
         t.lastUse = static_cast<int>(i);
       }
@@ -426,8 +428,8 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
     if (inputBindings.count(b)) {
       // Reads and writes of one binding are not ordered against each other
       // across tiles; a chain passes such data through a tensor instead.
-      return chainError(absl::StrCat("binding ", b,
-                                     " is both read and written"));
+      return chainError(
+          absl::StrCat("binding ", b, " is both read and written"));
     }
   }
   for (auto &[id, t] : tensors) {
@@ -457,7 +459,8 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
       p = LayerPlan();
       p.layer = &l;
       auto isResident = [&](const Operand &op) {
-        return op.kind == Operand::Kind::Resident && tensors[op.tensor].resident;
+        return op.kind == Operand::Kind::Resident &&
+               tensors[op.tensor].resident;
       };
       p.inResident = isResident(l.in);
       p.in2Resident = l.hasSecondInput() && isResident(l.in2);
@@ -539,9 +542,10 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
     }
     const Tiling &t = p.tiling;
     const bool conv = l.kind == LayerKind::Conv || l.kind == LayerKind::MatMul;
-    int64_t blocks = t.blocking == WeightBlocking::Whole        ? 1
-                     : t.blocking == WeightBlocking::PerChannel ? t.chanTiles
-                                                                : t.chanTiles * t.icSplits;
+    int64_t blocks = t.blocking == WeightBlocking::Whole ? 1
+                     : t.blocking == WeightBlocking::PerChannel
+                         ? t.chanTiles
+                         : t.chanTiles * t.icSplits;
     p.blockOffset.assign(blocks, 0);
     p.blockBytes.assign(blocks, 0);
     p.subOffset.assign(t.chanTiles * t.icSplits, 0);
@@ -561,13 +565,15 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
           p.blockOffset[block] = out.weights.size();
           current = block;
         }
-        int64_t c0 = chi * t.chanTile, c1 = std::min(l.output.c, c0 + t.chanTile);
+        int64_t c0 = chi * t.chanTile,
+                c1 = std::min(l.output.c, c0 + t.chanTile);
         int64_t i0 = conv ? ii * t.icTile : 0;
         int64_t i1 = conv ? std::min(l.input.c, i0 + t.icTile) : l.input.c;
         int64_t sub = chi * t.icSplits + ii;
         p.subOffset[sub] = out.weights.size();
         p.subBlock[sub] = block;
-        p.subWeightBytes[sub] = packSubBlock(l, c0, c1, i0, i1, ii == 0, out.weights);
+        p.subWeightBytes[sub] =
+            packSubBlock(l, c0, c1, i0, i1, ii == 0, out.weights);
         p.blockBytes[block] = out.weights.size() - p.blockOffset[block];
       }
     }
@@ -597,16 +603,23 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
       if (l.isElementwise()) {
         return t.rowTile;
       }
-      int64_t inRows = l.hasWindow()
-                           ? std::min<int64_t>(l.input.h, (t.rowTile - 1) * l.strideH + l.kernelH)
-                           : t.rowTile;
-      int64_t inCols = l.hasWindow()
-                           ? std::min<int64_t>(l.input.w, (t.colTile - 1) * l.strideW + l.kernelW)
-                           : 1;
-      int64_t ch = (l.kind == LayerKind::Conv || l.kind == LayerKind::MatMul) ? t.icTile : t.chanTile;
+      int64_t inRows =
+          l.hasWindow()
+              ? std::min<int64_t>(l.input.h,
+                                  (t.rowTile - 1) * l.strideH + l.kernelH)
+              : t.rowTile;
+      int64_t inCols =
+          l.hasWindow()
+              ? std::min<int64_t>(l.input.w,
+                                  (t.colTile - 1) * l.strideW + l.kernelW)
+              : 1;
+      int64_t ch = (l.kind == LayerKind::Conv || l.kind == LayerKind::MatMul)
+                       ? t.icTile
+                       : t.chanTile;
       return uint64_t(inRows) * inCols * ch;
     }();
-    const uint64_t in2Box = l.hasSecondInput() && !p.in2Resident ? t.rowTile : 0;
+    const uint64_t in2Box =
+        l.hasSecondInput() && !p.in2Resident ? t.rowTile : 0;
     const uint64_t outBox = p.outResident ? 0
                             : l.isElementwise()
                                 ? t.rowTile
@@ -657,22 +670,31 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
         const int64_t n = rows;
         uint64_t a = p.inResident ? p.inAddr + s.oy0 : h;
         if (!p.inResident) {
-          contiguousDma(ops.loads, true, false, p.in.binding, p.in.offset + s.oy0, a, n);
+          contiguousDma(ops.loads, true, false, p.in.binding,
+                        p.in.offset + s.oy0, a, n);
         }
         uint64_t b2 = 0;
         if (l.hasSecondInput()) {
           b2 = p.in2Resident ? p.in2Addr + s.oy0 : h + in2Off;
           if (!p.in2Resident) {
-            contiguousDma(ops.loads, true, false, p.in2.binding, p.in2.offset + s.oy0, b2, n);
+            contiguousDma(ops.loads, true, false, p.in2.binding,
+                          p.in2.offset + s.oy0, b2, n);
           }
         }
         uint64_t o = p.outResident ? p.outAddr + s.oy0 : h + outOff;
         Compute c;
-        c.regs = {{NPU_REG_IFM_ADDR, int64_t(a)}, {NPU_REG_IFM_H, 1}, {NPU_REG_IFM_W, 1},
-                  {NPU_REG_IFM_C, n}, {NPU_REG_IFM_ZP, l.inputZp},
-                  {NPU_REG_OFM_ADDR, int64_t(o)}, {NPU_REG_OFM_H, 1}, {NPU_REG_OFM_W, 1},
-                  {NPU_REG_OFM_C, n}, {NPU_REG_OFM_ZP, l.outputZp},
-                  {NPU_REG_ACT_MIN, l.actMin}, {NPU_REG_ACT_MAX, l.actMax}};
+        c.regs = {{NPU_REG_IFM_ADDR, int64_t(a)},
+                  {NPU_REG_IFM_H, 1},
+                  {NPU_REG_IFM_W, 1},
+                  {NPU_REG_IFM_C, n},
+                  {NPU_REG_IFM_ZP, l.inputZp},
+                  {NPU_REG_OFM_ADDR, int64_t(o)},
+                  {NPU_REG_OFM_H, 1},
+                  {NPU_REG_OFM_W, 1},
+                  {NPU_REG_OFM_C, n},
+                  {NPU_REG_OFM_ZP, l.outputZp},
+                  {NPU_REG_ACT_MIN, l.actMin},
+                  {NPU_REG_ACT_MAX, l.actMax}};
         c.reads.push_back(sram(a, n));
         if (l.hasSecondInput()) {
           c.regs.push_back({NPU_REG_IFM2_ADDR, int64_t(b2)});
@@ -681,7 +703,8 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
         switch (l.kind) {
         case LayerKind::Relu:
         case LayerKind::LeakyRelu:
-          c.opcode = l.kind == LayerKind::Relu ? NPU_OP_ACT_RELU : NPU_OP_ACT_LRELU;
+          c.opcode =
+              l.kind == LayerKind::Relu ? NPU_OP_ACT_RELU : NPU_OP_ACT_LRELU;
           c.regs.push_back({NPU_REG_OUT_MULT, l.out.multiplier});
           c.regs.push_back({NPU_REG_OUT_SHIFT, l.out.shift});
           if (l.kind == LayerKind::LeakyRelu) {
@@ -712,7 +735,8 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
         c.cycles = elementwiseCycles(config, n);
         ops.compute.push_back(std::move(c));
         if (!p.outResident) {
-          contiguousDma(ops.stores, false, false, p.dst.binding, p.dst.offset + s.oy0, o, n);
+          contiguousDma(ops.stores, false, false, p.dst.binding,
+                        p.dst.offset + s.oy0, o, n);
         }
         steps.push_back(std::move(ops));
         return;
@@ -734,15 +758,16 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
       }
       const bool split = t.icSplits > 1;
       const bool last = s.icIndex == t.icSplits - 1;
-      uint64_t o = p.outResident ? p.outAddr + uint64_t(s.oy0) * l.output.w * l.output.c
-                                 : h + outOff;
+      uint64_t o = p.outResident
+                       ? p.outAddr + uint64_t(s.oy0) * l.output.w * l.output.c
+                       : h + outOff;
       const uint64_t outBytes = uint64_t(rows) * cols * ch;
       Compute c;
       c.regs = {{NPU_REG_IFM_ADDR, int64_t(a)}, {NPU_REG_IFM_H, inRows},
-                {NPU_REG_IFM_W, inCols}, {NPU_REG_IFM_C, inCh},
-                {NPU_REG_IFM_ZP, l.inputZp}, {NPU_REG_OFM_H, rows},
-                {NPU_REG_OFM_W, cols}, {NPU_REG_OFM_C, ch},
-                {NPU_REG_OFM_ZP, l.outputZp}, {NPU_REG_ACT_MIN, actMin},
+                {NPU_REG_IFM_W, inCols},        {NPU_REG_IFM_C, inCh},
+                {NPU_REG_IFM_ZP, l.inputZp},    {NPU_REG_OFM_H, rows},
+                {NPU_REG_OFM_W, cols},          {NPU_REG_OFM_C, ch},
+                {NPU_REG_OFM_ZP, l.outputZp},   {NPU_REG_ACT_MIN, actMin},
                 {NPU_REG_ACT_MAX, l.actMax}};
       c.reads.push_back(sram(a, uint64_t(inRows) * inCols * inCh));
       if (l.hasWindow()) {
@@ -754,7 +779,8 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
         c.regs.push_back({NPU_REG_PAD_LEFT, s.padLeft});
       }
       if (l.hasWeights()) {
-        uint64_t wbytes = p.subWeightBytes[(s.c0 / t.chanTile) * t.icSplits + s.icIndex];
+        uint64_t wbytes =
+            p.subWeightBytes[(s.c0 / t.chanTile) * t.icSplits + s.icIndex];
         c.regs.push_back({NPU_REG_WGT_ADDR, int64_t(subW)});
         c.regs.push_back({NPU_REG_WGT_ZP, l.weightZp});
         c.regs.push_back({NPU_REG_QPARAM_ADDR, int64_t(subQ)});
@@ -800,11 +826,15 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
           add.opcode = NPU_OP_E32_ADD;
           add.flags = last ? NPU_FLAG_REQUANT : 0;
           const uint64_t dst = last ? o : accAddr;
-          add.regs = {{NPU_REG_IFM_ADDR, int64_t(accAddr)}, {NPU_REG_IFM_H, rows},
-                      {NPU_REG_IFM_W, cols}, {NPU_REG_IFM_C, ch},
+          add.regs = {{NPU_REG_IFM_ADDR, int64_t(accAddr)},
+                      {NPU_REG_IFM_H, rows},
+                      {NPU_REG_IFM_W, cols},
+                      {NPU_REG_IFM_C, ch},
                       {NPU_REG_IFM2_ADDR, int64_t(partial)},
-                      {NPU_REG_OFM_ADDR, int64_t(dst)}, {NPU_REG_OFM_H, rows},
-                      {NPU_REG_OFM_W, cols}, {NPU_REG_OFM_C, ch}};
+                      {NPU_REG_OFM_ADDR, int64_t(dst)},
+                      {NPU_REG_OFM_H, rows},
+                      {NPU_REG_OFM_W, cols},
+                      {NPU_REG_OFM_C, ch}};
           if (last) {
             add.regs.push_back({NPU_REG_OFM_ZP, l.outputZp});
             add.regs.push_back({NPU_REG_QPARAM_ADDR, int64_t(subQ)});
@@ -820,8 +850,8 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
         }
       }
       if (last && !p.outResident) {
-        boxDma(ops.stores, false, p.dst.binding, p.dst.offset, l.output.w, l.output.c,
-               s.oy0, s.oy1, s.ox0, s.ox1, s.c0, s.c1, o);
+        boxDma(ops.stores, false, p.dst.binding, p.dst.offset, l.output.w,
+               l.output.c, s.oy0, s.oy1, s.ox0, s.ox1, s.c0, s.c1, o);
       }
       steps.push_back(std::move(ops));
     });
@@ -894,7 +924,8 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
   auto sramConflict = [](const StepOps &next, const StepOps &cur) {
     for (const Dma &d : next.loads) {
       for (const Compute &c : cur.compute) {
-        if (overlapsAny(d.local(), c.reads) || overlapsAny(d.local(), c.writes)) {
+        if (overlapsAny(d.local(), c.reads) ||
+            overlapsAny(d.local(), c.writes)) {
           return true;
         }
       }
@@ -947,7 +978,8 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
     }
     const bool haveNext = k + 1 < steps.size();
     const bool waitStores = haveNext && readsBack(steps[k + 1], cur);
-    const bool afterCompute = haveNext && !waitStores && sramConflict(steps[k + 1], cur);
+    const bool afterCompute =
+        haveNext && !waitStores && sramConflict(steps[k + 1], cur);
     if (haveNext && !waitStores && !afterCompute) {
       emitLoads(k + 1);
     }

@@ -33,7 +33,8 @@ NpuConfig makeConfig(uint32_t pes, uint64_t weightKiB = 256) {
 std::vector<uint8_t> bytes(const std::vector<int8_t> &v, uint64_t offset,
                            uint8_t fill) {
   std::vector<uint8_t> out(offset + v.size() + 16, fill);
-  std::copy(v.begin(), v.end(), reinterpret_cast<int8_t *>(out.data()) + offset);
+  std::copy(v.begin(), v.end(),
+            reinterpret_cast<int8_t *>(out.data()) + offset);
   return out;
 }
 
@@ -63,11 +64,13 @@ void checkLayer(NpuLayer layer, const NpuConfig &config, uint64_t sramBytes,
   std::vector<std::vector<uint8_t>> bindings(5);
   bindings[kIn] = bytes(input, kInOffset, 0);
   bindings[kIn2] = bytes(input2, 0, 0);
-  bindings[kOut] = std::vector<uint8_t>(kOutOffset + expected.size() + 16, 0xA5);
+  bindings[kOut] =
+      std::vector<uint8_t>(kOutOffset + expected.size() + 16, 0xA5);
   bindings[kWeights] = stream->weights;
   auto run = runStream(*stream, config, bindings, sramBytes);
   ASSERT_TRUE(run.status.ok()) << run.status;
-  const int8_t *got = reinterpret_cast<const int8_t *>(bindings[kOut].data()) + kOutOffset;
+  const int8_t *got =
+      reinterpret_cast<const int8_t *>(bindings[kOut].data()) + kOutOffset;
   int64_t mismatches = 0, first = -1;
   for (size_t i = 0; i < expected.size(); ++i) {
     if (got[i] != expected[i]) {
@@ -77,12 +80,14 @@ void checkLayer(NpuLayer layer, const NpuConfig &config, uint64_t sramBytes,
       ++mismatches;
     }
   }
-  EXPECT_EQ(mismatches, 0) << "first at " << first << ": got " << int(got[first])
-                           << ", expected " << int(expected[first]);
+  EXPECT_EQ(mismatches, 0) << "first at " << first << ": got "
+                           << int(got[first]) << ", expected "
+                           << int(expected[first]);
   for (uint64_t i = 0; i < kOutOffset; ++i) {
     ASSERT_EQ(bindings[kOut][i], 0xA5) << "wrote before the output";
   }
-  for (uint64_t i = kOutOffset + expected.size(); i < bindings[kOut].size(); ++i) {
+  for (uint64_t i = kOutOffset + expected.size(); i < bindings[kOut].size();
+       ++i) {
     ASSERT_EQ(bindings[kOut][i], 0xA5) << "wrote after the output";
   }
   EXPECT_EQ(stream->estimatedCycles, run.counters.total_cycles);
@@ -99,21 +104,45 @@ struct Case {
 };
 
 const Case kCases[] = {
-    {"conv3x3 13->70 relu", {LayerKind::Conv, 20, 18, 13, 70, 3, 3, 1, 1, 1, 1, 1, 1, true}, 6 * 1024},
-    {"conv3x3/2 3->16 same", {LayerKind::Conv, 33, 31, 3, 16, 3, 3, 2, 2, 0, 0, 1, 1}, 3 * 1024},
-    {"conv5x5/3 16->24", {LayerKind::Conv, 40, 37, 16, 24, 5, 5, 3, 3, 2, 1, 2, 2}, 8 * 1024},
+    {"conv3x3 13->70 relu",
+     {LayerKind::Conv, 20, 18, 13, 70, 3, 3, 1, 1, 1, 1, 1, 1, true},
+     6 * 1024},
+    {"conv3x3/2 3->16 same",
+     {LayerKind::Conv, 33, 31, 3, 16, 3, 3, 2, 2, 0, 0, 1, 1},
+     3 * 1024},
+    {"conv5x5/3 16->24",
+     {LayerKind::Conv, 40, 37, 16, 24, 5, 5, 3, 3, 2, 1, 2, 2},
+     8 * 1024},
     {"conv1x1 70->13", {LayerKind::Conv, 17, 9, 70, 13, 1, 1, 1, 1}, 4 * 1024},
-    {"conv10x4/2 1->64", {LayerKind::Conv, 49, 10, 1, 64, 10, 4, 2, 2, 4, 1, 5, 2, true}, 4 * 1024},
-    {"conv big 64x64x32->48", {LayerKind::Conv, 64, 64, 32, 48, 3, 3, 1, 1, 1, 1, 1, 1, true}, 32 * 1024},
-    {"conv deep 6x6x700->40", {LayerKind::Conv, 6, 6, 700, 40, 3, 3, 1, 1, 1, 1, 1, 1}, 16 * 1024},
-    {"conv wide 3x2000x16->8", {LayerKind::Conv, 3, 2000, 16, 8, 3, 3, 1, 1, 1, 1, 1, 1}, 16 * 1024},
-    {"dw3x3 70 relu", {LayerKind::DepthwiseConv, 30, 30, 70, 70, 3, 3, 1, 1, 1, 1, 1, 1, true}, 4 * 1024},
-    {"dw3x3/2 300", {LayerKind::DepthwiseConv, 10, 11, 300, 300, 3, 3, 2, 2, 1, 1, 0, 1}, 4 * 1024},
-    {"dw7x7/3 13", {LayerKind::DepthwiseConv, 29, 23, 13, 13, 7, 7, 3, 3, 3, 3, 3, 3}, 2 * 1024},
+    {"conv10x4/2 1->64",
+     {LayerKind::Conv, 49, 10, 1, 64, 10, 4, 2, 2, 4, 1, 5, 2, true},
+     4 * 1024},
+    {"conv big 64x64x32->48",
+     {LayerKind::Conv, 64, 64, 32, 48, 3, 3, 1, 1, 1, 1, 1, 1, true},
+     32 * 1024},
+    {"conv deep 6x6x700->40",
+     {LayerKind::Conv, 6, 6, 700, 40, 3, 3, 1, 1, 1, 1, 1, 1},
+     16 * 1024},
+    {"conv wide 3x2000x16->8",
+     {LayerKind::Conv, 3, 2000, 16, 8, 3, 3, 1, 1, 1, 1, 1, 1},
+     16 * 1024},
+    {"dw3x3 70 relu",
+     {LayerKind::DepthwiseConv, 30, 30, 70, 70, 3, 3, 1, 1, 1, 1, 1, 1, true},
+     4 * 1024},
+    {"dw3x3/2 300",
+     {LayerKind::DepthwiseConv, 10, 11, 300, 300, 3, 3, 2, 2, 1, 1, 0, 1},
+     4 * 1024},
+    {"dw7x7/3 13",
+     {LayerKind::DepthwiseConv, 29, 23, 13, 13, 7, 7, 3, 3, 3, 3, 3, 3},
+     2 * 1024},
     {"matmul 1x1000->70", {LayerKind::MatMul, 1, 1, 1000, 70}, 4 * 1024},
     {"matmul 50x300->13", {LayerKind::MatMul, 50, 1, 300, 13}, 4 * 1024},
-    {"maxpool 3x3/2", {LayerKind::MaxPool, 31, 29, 13, 13, 3, 3, 2, 2, 1, 1, 1, 1}, 2 * 1024},
-    {"avgpool 5x5 pad 2", {LayerKind::AvgPool, 24, 20, 70, 70, 5, 5, 1, 1, 2, 2, 2, 2}, 4 * 1024},
+    {"maxpool 3x3/2",
+     {LayerKind::MaxPool, 31, 29, 13, 13, 3, 3, 2, 2, 1, 1, 1, 1},
+     2 * 1024},
+    {"avgpool 5x5 pad 2",
+     {LayerKind::AvgPool, 24, 20, 70, 70, 5, 5, 1, 1, 2, 2, 2, 2},
+     4 * 1024},
     {"avgpool 2x2/2", {LayerKind::AvgPool, 16, 16, 3, 3, 2, 2, 2, 2}, 1024},
     {"add 40x40x13", {LayerKind::Add, 40, 40, 13, 13}, 2 * 1024},
     {"relu", {LayerKind::Relu, 50, 50, 13, 13}, 2 * 1024},
@@ -159,7 +188,8 @@ INSTANTIATE_TEST_SUITE_P(Layers, LayerSweep,
                          [](const ::testing::TestParamInfo<int> &info) {
                            std::string n = kCases[info.param].name;
                            for (char &ch : n) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) {
+                             if (!std::isalnum(
+                                     static_cast<unsigned char>(ch))) {
                                ch = '_';
                              }
                            }
@@ -170,22 +200,26 @@ TEST(StreamEmitterTest, TilesEveryDimensionThatExceedsSram) {
   Tiling t;
   std::mt19937 rng(7);
   // Height and channels: 128 KiB input, 16 KiB SRAM.
-  NpuLayer big = makeLayer({LayerKind::Conv, 64, 64, 32, 48, 3, 3, 1, 1, 1, 1, 1, 1}, rng);
+  NpuLayer big =
+      makeLayer({LayerKind::Conv, 64, 64, 32, 48, 3, 3, 1, 1, 1, 1, 1, 1}, rng);
   checkLayer(big, makeConfig(64), 16 * 1024, 1, &t);
   EXPECT_GT(t.rowTiles, 1);
   EXPECT_GT(t.chanTiles * t.rowTiles, 4);
   // Input channels: the reduction does not fit the weight memory.
-  NpuLayer deep = makeLayer({LayerKind::Conv, 6, 6, 700, 40, 3, 3, 1, 1, 1, 1, 1, 1}, rng);
+  NpuLayer deep =
+      makeLayer({LayerKind::Conv, 6, 6, 700, 40, 3, 3, 1, 1, 1, 1, 1, 1}, rng);
   checkLayer(deep, makeConfig(64, 16), 16 * 1024, 2, &t);
   EXPECT_GT(t.icSplits, 1);
   NpuLayer fc = makeLayer({LayerKind::MatMul, 3, 1, 5000, 20}, rng);
   checkLayer(fc, makeConfig(128, 16), 4 * 1024, 3, &t);
   EXPECT_GT(t.icSplits, 1);
   // Width: one full-width row does not fit.
-  NpuLayer wide = makeLayer({LayerKind::Conv, 3, 2000, 16, 8, 3, 3, 1, 1, 1, 1, 1, 1}, rng);
+  NpuLayer wide =
+      makeLayer({LayerKind::Conv, 3, 2000, 16, 8, 3, 3, 1, 1, 1, 1, 1, 1}, rng);
   checkLayer(wide, makeConfig(256), 16 * 1024, 4, &t);
   EXPECT_GT(t.colTiles, 1);
-  NpuLayer widePool = makeLayer({LayerKind::MaxPool, 4, 3000, 40, 40, 3, 3, 1, 1}, rng);
+  NpuLayer widePool =
+      makeLayer({LayerKind::MaxPool, 4, 3000, 40, 40, 3, 3, 1, 1}, rng);
   checkLayer(widePool, makeConfig(64), 8 * 1024, 5, &t);
   EXPECT_GT(t.colTiles, 1);
 }
@@ -195,18 +229,37 @@ TEST(StreamEmitterTest, KernelSizesOneToSixteen) {
   for (int k = 1; k <= 16; ++k) {
     int stride = 1 + k % 3;
     int pad = k / 2;
-    LayerShape conv{LayerKind::Conv, 20 + k, 18 + k, 5, 9, k, k, stride, stride,
-                    pad, pad, pad, pad};
+    LayerShape conv{LayerKind::Conv, 20 + k, 18 + k, 5,   9,   k,  k,
+                    stride,          stride, pad,    pad, pad, pad};
     NpuLayer l = makeLayer(conv, rng);
     l.name = "conv k" + std::to_string(k);
-    checkLayer(l, makeConfig(k % 2 ? 64 : 256), k % 3 ? 192 * 1024 : 6 * 1024, k);
-    LayerShape dw{LayerKind::DepthwiseConv, 20 + k, 17, 19, 19, k, std::max(1, k / 2), stride, 1,
-                  pad, std::max(1, k / 2) / 2, 0, 0};
+    checkLayer(l, makeConfig(k % 2 ? 64 : 256), k % 3 ? 192 * 1024 : 6 * 1024,
+               k);
+    LayerShape dw{LayerKind::DepthwiseConv,
+                  20 + k,
+                  17,
+                  19,
+                  19,
+                  k,
+                  std::max(1, k / 2),
+                  stride,
+                  1,
+                  pad,
+                  std::max(1, k / 2) / 2,
+                  0,
+                  0};
     NpuLayer d = makeLayer(dw, rng);
     d.name = "dw k" + std::to_string(k);
     checkLayer(d, makeConfig(128), 4 * 1024, k);
-    LayerShape pool{k % 2 ? LayerKind::AvgPool : LayerKind::MaxPool, 20 + k, 20, 6, 6, k, k,
-                    std::min(k, 8), std::min(k, 8)};
+    LayerShape pool{k % 2 ? LayerKind::AvgPool : LayerKind::MaxPool,
+                    20 + k,
+                    20,
+                    6,
+                    6,
+                    k,
+                    k,
+                    std::min(k, 8),
+                    std::min(k, 8)};
     NpuLayer p = makeLayer(pool, rng);
     p.name = "pool k" + std::to_string(k);
     checkLayer(p, makeConfig(64), 2 * 1024, k);
@@ -218,7 +271,8 @@ TEST(StreamEmitterTest, RefusesWhatNpuV1CannotExpress) {
   NpuChain chain;
   chain.weightBinding = kWeights;
   chain.scratchBinding = kScratch;
-  NpuLayer l = makeLayer({LayerKind::Conv, 20, 20, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1}, rng);
+  NpuLayer l =
+      makeLayer({LayerKind::Conv, 20, 20, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1}, rng);
   l.dst = Operand::memory(kOut);
   l.kernelH = 17;
   l.name = "k17";
@@ -228,43 +282,51 @@ TEST(StreamEmitterTest, RefusesWhatNpuV1CannotExpress) {
   EXPECT_EQ(s.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_NE(s.status().message().find("k17"), std::string::npos);
   // Padding at least the kernel size (ONNX allows it, npu-v1 does not).
-  NpuLayer p = makeLayer({LayerKind::MaxPool, 20, 20, 4, 4, 2, 2, 2, 2, 0, 0, 2, 0}, rng);
+  NpuLayer p = makeLayer(
+      {LayerKind::MaxPool, 20, 20, 4, 4, 2, 2, 2, 2, 0, 0, 2, 0}, rng);
   p.dst = Operand::memory(kOut);
   chain.layers = {p};
-  EXPECT_EQ(emitChain(chain, makeConfig(64)).status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(emitChain(chain, makeConfig(64)).status().code(),
+            absl::StatusCode::kUnimplemented);
   // Inconsistent output shape.
   NpuLayer bad = makeLayer({LayerKind::Conv, 20, 20, 4, 4, 3, 3}, rng);
   bad.output.h += 1;
   bad.dst = Operand::memory(kOut);
   chain.layers = {bad};
-  EXPECT_EQ(emitChain(chain, makeConfig(64)).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(emitChain(chain, makeConfig(64)).status().code(),
+            absl::StatusCode::kInvalidArgument);
   // A layer that writes the weight binding, and a tensor read before it exists.
   NpuLayer ok = makeLayer({LayerKind::Relu, 4, 4, 4, 4}, rng);
   ok.dst = Operand::memory(kWeights);
   chain.layers = {ok};
-  EXPECT_EQ(emitChain(chain, makeConfig(64)).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(emitChain(chain, makeConfig(64)).status().code(),
+            absl::StatusCode::kInvalidArgument);
   ok.dst = Operand::memory(kOut);
   ok.in = Operand::resident(5);
   chain.layers = {ok};
-  EXPECT_EQ(emitChain(chain, makeConfig(64)).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(emitChain(chain, makeConfig(64)).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 using testing::ModelChain;
 
-void checkChain(const ModelChain &c, const NpuConfig &config, const EmitOptions &options,
-                CompiledStream *outStream = nullptr,
+void checkChain(const ModelChain &c, const NpuConfig &config,
+                const EmitOptions &options, CompiledStream *outStream = nullptr,
                 drivers::npu::sim::Counters *outCounters = nullptr) {
-  SCOPED_TRACE("pes=" + std::to_string(config.peCount) + " sram=" +
-               std::to_string(options.sramBytes) + " resident=" +
-               std::to_string(options.keepResident));
+  SCOPED_TRACE("pes=" + std::to_string(config.peCount) +
+               " sram=" + std::to_string(options.sramBytes) +
+               " resident=" + std::to_string(options.keepResident));
   auto stream = emitChain(c.chain, config, options);
   ASSERT_TRUE(stream.ok()) << stream.status();
   std::vector<std::vector<uint8_t>> bindings(5);
   bindings[testing::kChainInput] = bytes(c.input, 0, 0);
-  bindings[testing::kChainOutput2] = std::vector<uint8_t>(std::max<size_t>(c.expected2.size(), 1), 0xA5);
-  bindings[testing::kChainOutput] = std::vector<uint8_t>(c.expected.size(), 0xA5);
+  bindings[testing::kChainOutput2] =
+      std::vector<uint8_t>(std::max<size_t>(c.expected2.size(), 1), 0xA5);
+  bindings[testing::kChainOutput] =
+      std::vector<uint8_t>(c.expected.size(), 0xA5);
   bindings[testing::kChainWeights] = stream->weights;
-  bindings[testing::kChainScratch] = std::vector<uint8_t>(std::max<uint64_t>(stream->scratchBytes, 1), 0);
+  bindings[testing::kChainScratch] =
+      std::vector<uint8_t>(std::max<uint64_t>(stream->scratchBytes, 1), 0);
   auto run = runStream(*stream, config, bindings, options.sramBytes);
   ASSERT_TRUE(run.status.ok()) << run.status;
   const auto &out = bindings[testing::kChainOutput];
@@ -292,7 +354,8 @@ TEST(StreamEmitterTest, DsCnnChainStaysResident) {
     // Only the input, the weights and the output cross the DMA.
     EXPECT_EQ(s.scratchBytes, 0u);
     EXPECT_GE(counters.dma_bytes_read, c.input.size() + s.weights.size());
-    EXPECT_LE(counters.dma_bytes_read, c.input.size() * 5 / 4 + s.weights.size());
+    EXPECT_LE(counters.dma_bytes_read,
+              c.input.size() * 5 / 4 + s.weights.size());
     EXPECT_EQ(counters.dma_bytes_written, c.expected.size());
     for (size_t i = 1; i < s.layers.size(); ++i) {
       EXPECT_TRUE(s.layers[i].inputResident) << s.layers[i].name;
@@ -322,7 +385,8 @@ TEST(StreamEmitterTest, ResNet8ChainWithResidualAdds) {
     // the weights and the output cross the DMA.
     EXPECT_EQ(s.scratchBytes, 0u);
     EXPECT_GE(counters.dma_bytes_read, c.input.size() + s.weights.size());
-    EXPECT_LE(counters.dma_bytes_read, c.input.size() * 5 / 4 + s.weights.size());
+    EXPECT_LE(counters.dma_bytes_read,
+              c.input.size() * 5 / 4 + s.weights.size());
     EXPECT_EQ(counters.dma_bytes_written, c.expected.size());
     for (size_t i = 1; i < s.layers.size(); ++i) {
       EXPECT_TRUE(s.layers[i].inputResident) << s.layers[i].name;

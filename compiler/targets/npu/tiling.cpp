@@ -91,8 +91,7 @@ uint64_t depthwiseCycles(const NpuConfig &cfg, int64_t pixels, int64_t ch,
   if (cfg.mapping == PeMapping::InputParallel) {
     return ceilDiv(ch, c) * pixels * ceilDiv(taps, r) + kComputeFill;
   }
-  return ceilDiv(ch, c) * ceilDiv(pixels, r) * std::max(taps, r) +
-         kComputeFill;
+  return ceilDiv(ch, c) * ceilDiv(pixels, r) * std::max(taps, r) + kComputeFill;
 }
 
 uint64_t poolCycles(const NpuConfig &cfg, int64_t pixels, int64_t ch,
@@ -162,8 +161,10 @@ void forEachStep(const NpuLayer &l, const Tiling &t,
       int64_t x = s.ox0 * l.strideW - l.padLeft;
       s.iy0 = std::max<int64_t>(0, y);
       s.ix0 = std::max<int64_t>(0, x);
-      s.iy1 = std::min(l.input.h, (s.oy1 - 1) * l.strideH - l.padTop + l.kernelH);
-      s.ix1 = std::min(l.input.w, (s.ox1 - 1) * l.strideW - l.padLeft + l.kernelW);
+      s.iy1 =
+          std::min(l.input.h, (s.oy1 - 1) * l.strideH - l.padTop + l.kernelH);
+      s.ix1 =
+          std::min(l.input.w, (s.ox1 - 1) * l.strideW - l.padLeft + l.kernelW);
       s.padTop = static_cast<int32_t>(s.iy0 - y);
       s.padLeft = static_cast<int32_t>(s.ix0 - x);
     } else {
@@ -197,8 +198,8 @@ void forEachStep(const NpuLayer &l, const Tiling &t,
   }
 }
 
-LayerCost estimateCost(const NpuLayer &l, const NpuConfig &cfg,
-                       const Tiling &t, const TilingBudget &budget) {
+LayerCost estimateCost(const NpuLayer &l, const NpuConfig &cfg, const Tiling &t,
+                       const TilingBudget &budget) {
   struct StepCost {
     uint64_t load = 0, compute = 0, store = 0;
   };
@@ -230,7 +231,8 @@ LayerCost estimateCost(const NpuLayer &l, const NpuConfig &cfg,
     if (bytes == 0) {
       return 0;
     }
-    uint64_t c = count * cfg.dmaSetupCycles + ceilDiv(bytes, cfg.dmaBytesPerCycle);
+    uint64_t c =
+        count * cfg.dmaSetupCycles + ceilDiv(bytes, cfg.dmaBytesPerCycle);
     cost.dmaCycles += c;
     cost.dmaBytes += bytes;
     return c;
@@ -386,7 +388,8 @@ bool complete(const NpuLayer &l, const NpuConfig &cfg,
 std::vector<int64_t> splitCandidates(int64_t n, int64_t multiple) {
   // Tiles of n / s for growing s, rounded up to |multiple| when larger.
   std::vector<int64_t> out;
-  for (int64_t s = 2; s <= n && out.size() < 40; s = s < 8 ? s + 1 : s * 3 / 2) {
+  for (int64_t s = 2; s <= n && out.size() < 40;
+       s = s < 8 ? s + 1 : s * 3 / 2) {
     int64_t t = ceilDiv(n, s);
     if (t > multiple) {
       t = alignUp(t, multiple);
@@ -478,7 +481,8 @@ absl::StatusOr<Tiling> chooseTiling(const NpuLayer &l, const NpuConfig &cfg,
     const bool conv = isConvLike(l);
     const int64_t oc = l.output.c, ic = l.input.c, ow = l.output.w;
     std::vector<int64_t> chans = {oc};
-    for (int64_t k = 1; k * C < oc && chans.size() < 24; k = k < 8 ? k + 1 : k * 2) {
+    for (int64_t k = 1; k * C < oc && chans.size() < 24;
+         k = k < 8 ? k + 1 : k * 2) {
       chans.push_back(k * C);
     }
     // Below the array width only when nothing wider fits (see |search|).
@@ -531,15 +535,16 @@ absl::StatusOr<Tiling> chooseTiling(const NpuLayer &l, const NpuConfig &cfg,
     }
   }
   if (!best) {
-    return absl::UnimplementedError(absl::StrCat(
-        "npu layer '", l.name, "' (", layerKindName(l.kind), ", input ",
-        l.input.h, "x", l.input.w, "x", l.input.c, ", output ", l.output.h,
-        "x", l.output.w, "x", l.output.c, ", kernel ", l.kernelH, "x",
-        l.kernelW, "): no tile fits ", budget.sramBytes,
-        " bytes of SRAM and weight blocks of ", budget.weightBlockBytes,
-        " bytes", budget.inputResident || budget.outputResident
-                      ? " with its operands resident in SRAM"
-                      : ""));
+    return absl::UnimplementedError(
+        absl::StrCat("npu layer '", l.name, "' (", layerKindName(l.kind),
+                     ", input ", l.input.h, "x", l.input.w, "x", l.input.c,
+                     ", output ", l.output.h, "x", l.output.w, "x", l.output.c,
+                     ", kernel ", l.kernelH, "x", l.kernelW, "): no tile fits ",
+                     budget.sramBytes, " bytes of SRAM and weight blocks of ",
+                     budget.weightBlockBytes, " bytes",
+                     budget.inputResident || budget.outputResident
+                         ? " with its operands resident in SRAM"
+                         : ""));
   }
   return *best;
 }

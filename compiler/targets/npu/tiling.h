@@ -35,10 +35,10 @@ struct TilingBudget {
 };
 
 enum class WeightBlocking : uint8_t {
-  None,        // No weights (pools, elementwise).
-  Whole,       // One block with every weight of the layer.
-  PerChannel,  // One block per output-channel tile (all input channels).
-  PerStep,     // One block per (output-channel tile, input-channel split).
+  None,       // No weights (pools, elementwise).
+  Whole,      // One block with every weight of the layer.
+  PerChannel, // One block per output-channel tile (all input channels).
+  PerStep,    // One block per (output-channel tile, input-channel split).
 };
 
 struct Tiling {
@@ -60,11 +60,13 @@ struct Tiling {
 
 // One step of a tiled layer, in execution order.
 struct Step {
-  int64_t oy0 = 0, oy1 = 1, ox0 = 0, ox1 = 1; // Output tile (elementwise: [oy0, oy1) elements).
-  int64_t c0 = 0, c1 = 1;                     // Output channels.
-  int64_t ic0 = 0, ic1 = 1;                   // Input channels (Conv, MatMul).
-  int64_t icIndex = 0;                        // Split index (last: icSplits - 1).
-  int64_t block = 0;                          // Weight block index.
+  // Output tile: rows [oy0, oy1), columns [ox0, ox1) (elementwise:
+  // elements [oy0, oy1)).
+  int64_t oy0 = 0, oy1 = 1, ox0 = 0, ox1 = 1;
+  int64_t c0 = 0, c1 = 1;   // Output channels.
+  int64_t ic0 = 0, ic1 = 1; // Input channels (Conv, MatMul).
+  int64_t icIndex = 0;      // Split index (last: icSplits - 1).
+  int64_t block = 0;        // Weight block index.
   // Input window: rows [iy0, iy1), columns [ix0, ix1), and the padding the
   // tile's first window has above/left of it.
   int64_t iy0 = 0, iy1 = 1, ix0 = 0, ix1 = 1;
@@ -77,9 +79,10 @@ void forEachStep(const NpuLayer &layer, const Tiling &tiling,
 
 // Bytes and cycles of a tiled layer under the cycle model.
 struct LayerCost {
-  uint64_t computeCycles = 0; // Compute engine busy (incl. 16-cycle fill per instruction).
-  uint64_t macCycles = 0;     // Of them, MAC instructions.
-  uint64_t dmaCycles = 0;     // DMA engine busy (setup + bytes / bandwidth).
+  uint64_t computeCycles =
+      0; // Compute engine busy (incl. 16-cycle fill per instruction).
+  uint64_t macCycles = 0; // Of them, MAC instructions.
+  uint64_t dmaCycles = 0; // DMA engine busy (setup + bytes / bandwidth).
   uint64_t dmaBytes = 0;
   // Estimated cycles with the double-buffered schedule: the first step's
   // loads, then per step max(compute, next loads + previous stores), then the

@@ -29,11 +29,13 @@ TilingBudget budget(uint64_t sram, uint64_t weights) {
 
 TEST(TilingTest, SmallLayerIsOneStep) {
   std::mt19937 rng(1);
-  NpuLayer l = makeLayer({LayerKind::Conv, 16, 16, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1}, rng);
+  NpuLayer l =
+      makeLayer({LayerKind::Conv, 16, 16, 32, 32, 3, 3, 1, 1, 1, 1, 1, 1}, rng);
   auto t = chooseTiling(l, config(256), budget(192 * 1024, 128 * 1024));
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_EQ(t->blocking, WeightBlocking::Whole);
-  LayerCost c = estimateCost(l, config(256), *t, budget(192 * 1024, 128 * 1024));
+  LayerCost c =
+      estimateCost(l, config(256), *t, budget(192 * 1024, 128 * 1024));
   // ceil(32/16) * ceil(256/16) * 9*32 cycles, in tiles of whole array rows
   // (16 cycles of fill per instruction).
   EXPECT_EQ(c.computeCycles, 2u * 16 * 288 + 16 * c.steps);
@@ -45,21 +47,24 @@ TEST(TilingTest, SmallLayerIsOneStep) {
   Tiling one = *t;
   one.rowTile = 16;
   one.rowTiles = 1;
-  LayerCost single = estimateCost(l, config(256), one, budget(192 * 1024, 128 * 1024));
+  LayerCost single =
+      estimateCost(l, config(256), one, budget(192 * 1024, 128 * 1024));
   EXPECT_LE(c.totalCycles, single.totalCycles);
 }
 
 TEST(TilingTest, RowTilesKeepThePeRowsBusy) {
   std::mt19937 rng(2);
   // 64x64x32 input = 128 KiB: must tile rows in an 32 KiB budget.
-  NpuLayer l = makeLayer({LayerKind::Conv, 64, 64, 32, 48, 3, 3, 1, 1, 1, 1, 1, 1}, rng);
+  NpuLayer l =
+      makeLayer({LayerKind::Conv, 64, 64, 32, 48, 3, 3, 1, 1, 1, 1, 1, 1}, rng);
   for (uint32_t pes : {64u, 256u}) {
     auto t = chooseTiling(l, config(pes), budget(32 * 1024, 128 * 1024));
     ASSERT_TRUE(t.ok()) << t.status();
     EXPECT_GT(t->rowTiles, 1);
     EXPECT_LE(2 * t->halfBytes + t->accBytes, 32u * 1024);
     EXPECT_EQ((t->rowTile * t->colTile) % config(pes).arrayRows(), 0);
-    LayerCost c = estimateCost(l, config(pes), *t, budget(32 * 1024, 128 * 1024));
+    LayerCost c =
+        estimateCost(l, config(pes), *t, budget(32 * 1024, 128 * 1024));
     double peak = double(l.macs()) / pes;
     EXPECT_GE(peak / double(c.macCycles), 0.9) << pes;
   }
@@ -68,7 +73,8 @@ TEST(TilingTest, RowTilesKeepThePeRowsBusy) {
 TEST(TilingTest, WeightsStreamPerChannelTileAndInputChannelsSplit) {
   std::mt19937 rng(3);
   // 40 x 3x3 x 700 weights = 252 KB: more than half of 256 KiB.
-  NpuLayer l = makeLayer({LayerKind::Conv, 6, 6, 700, 40, 3, 3, 1, 1, 1, 1, 1, 1}, rng);
+  NpuLayer l =
+      makeLayer({LayerKind::Conv, 6, 6, 700, 40, 3, 3, 1, 1, 1, 1, 1, 1}, rng);
   auto t = chooseTiling(l, config(64), budget(192 * 1024, 128 * 1024));
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_NE(t->blocking, WeightBlocking::Whole);
@@ -84,7 +90,8 @@ TEST(TilingTest, WeightsStreamPerChannelTileAndInputChannelsSplit) {
 
 TEST(TilingTest, WideRowsSplitColumns) {
   std::mt19937 rng(4);
-  NpuLayer l = makeLayer({LayerKind::Conv, 3, 2000, 16, 8, 3, 3, 1, 1, 1, 1, 1, 1}, rng);
+  NpuLayer l =
+      makeLayer({LayerKind::Conv, 3, 2000, 16, 8, 3, 3, 1, 1, 1, 1, 1, 1}, rng);
   auto t = chooseTiling(l, config(64), budget(16 * 1024, 8 * 1024));
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_GT(t->colTiles, 1);
@@ -93,7 +100,8 @@ TEST(TilingTest, WideRowsSplitColumns) {
 
 TEST(TilingTest, RefusesWhatCannotFitNamingTheLayer) {
   std::mt19937 rng(5);
-  NpuLayer l = makeLayer({LayerKind::DepthwiseConv, 40, 40, 64, 64, 16, 16, 1, 1}, rng);
+  NpuLayer l =
+      makeLayer({LayerKind::DepthwiseConv, 40, 40, 64, 64, 16, 16, 1, 1}, rng);
   l.name = "huge_dw";
   auto t = chooseTiling(l, config(64), budget(512, 8 * 1024));
   ASSERT_FALSE(t.ok());
@@ -104,7 +112,8 @@ TEST(TilingTest, RefusesWhatCannotFitNamingTheLayer) {
 
 TEST(TilingTest, EstimateLayerUsesTheWholeDevice) {
   std::mt19937 rng(6);
-  NpuLayer l = makeLayer({LayerKind::Conv, 32, 32, 16, 32, 3, 3, 2, 2, 0, 0, 1, 1}, rng);
+  NpuLayer l =
+      makeLayer({LayerKind::Conv, 32, 32, 16, 32, 3, 3, 2, 2, 0, 0, 1, 1}, rng);
   auto c = estimateLayer(l, config(256));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_GE(c->totalCycles, c->computeCycles);

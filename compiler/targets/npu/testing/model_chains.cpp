@@ -24,8 +24,9 @@ public:
       l.in2 = Operand::resident(from2);
     }
     l.dst = Operand::resident(to);
-    values[to] = referenceLayer(l, from < 0 ? m.input : values[from],
-                                from2 < 0 ? std::vector<int8_t>{} : values[from2]);
+    values[to] =
+        referenceLayer(l, from < 0 ? m.input : values[from],
+                       from2 < 0 ? std::vector<int8_t>{} : values[from2]);
     m.chain.layers.push_back(l);
     return to;
   }
@@ -51,19 +52,26 @@ ModelChain dsCnnChain(std::mt19937 &rng, bool head) {
   ModelChain m;
   Builder b(m);
   m.input = randomTensor(49 * 10, rng);
-  int t = b.add(makeLayer({LayerKind::Conv, 49, 10, 1, 64, 10, 4, 2, 2, 4, 1, 5, 2, true}, rng),
-                "conv1 10x4/2 1->64", -1);
+  int t = b.add(
+      makeLayer({LayerKind::Conv, 49, 10, 1, 64, 10, 4, 2, 2, 4, 1, 5, 2, true},
+                rng),
+      "conv1 10x4/2 1->64", -1);
   for (int i = 1; i <= 4; ++i) {
     std::string n = std::to_string(i);
-    t = b.add(makeLayer({LayerKind::DepthwiseConv, 25, 5, 64, 64, 3, 3, 1, 1, 1, 1, 1, 1, true},
+    t = b.add(makeLayer({LayerKind::DepthwiseConv, 25, 5, 64, 64, 3, 3, 1, 1, 1,
+                         1, 1, 1, true},
                         rng),
               "dw" + n + " 3x3 64", t);
-    t = b.add(makeLayer({LayerKind::Conv, 25, 5, 64, 64, 1, 1, 1, 1, 0, 0, 0, 0, true}, rng),
+    t = b.add(makeLayer({LayerKind::Conv, 25, 5, 64, 64, 1, 1, 1, 1, 0, 0, 0, 0,
+                         true},
+                        rng),
               "pw" + n + " 1x1 64->64", t);
   }
   if (head) {
-    t = b.add(makeLayer({LayerKind::AvgPool, 25, 5, 64, 64, 5, 5, 5, 5}, rng), "avgpool 5x5/5", t);
-    t = b.add(makeLayer({LayerKind::MatMul, 1, 1, 5 * 64, 12}, rng), "fc 320->12", t);
+    t = b.add(makeLayer({LayerKind::AvgPool, 25, 5, 64, 64, 5, 5, 5, 5}, rng),
+              "avgpool 5x5/5", t);
+    t = b.add(makeLayer({LayerKind::MatMul, 1, 1, 5 * 64, 12}, rng),
+              "fc 320->12", t);
   }
   b.finish(t);
   return m;
@@ -76,8 +84,9 @@ ModelChain resNet8Chain(std::mt19937 &rng, bool adds, bool head) {
   auto conv = [&](int h, int ic, int oc, int k, int s, bool relu) {
     int pad = k / 2;
     // Stride 2: ONNX "same" padding puts the extra row/column at the end.
-    LayerShape shape{LayerKind::Conv, h,   h,   ic, oc, k, k, s, s,
-                     s == 1 ? pad : 0,  s == 1 ? pad : 0, pad, pad, relu};
+    LayerShape shape{
+        LayerKind::Conv,  h,   h,   ic,  oc, k, k, s, s, s == 1 ? pad : 0,
+        s == 1 ? pad : 0, pad, pad, relu};
     return makeLayer(shape, rng);
   };
   auto residual = [&](int h, int ch) {
@@ -103,8 +112,10 @@ ModelChain resNet8Chain(std::mt19937 &rng, bool adds, bool head) {
   s = b.add(conv(16, 32, 64, 1, 2, false), "s3 shortcut 1x1/2 32->64", y);
   int z = adds ? b.add(residual(8, 64), "s3 add", d, s) : s;
   if (head) {
-    z = b.add(makeLayer({LayerKind::AvgPool, 8, 8, 64, 64, 8, 8, 8, 8}, rng), "avgpool 8x8", z);
-    z = b.add(makeLayer({LayerKind::MatMul, 1, 1, 64, 10}, rng), "fc 64->10", z);
+    z = b.add(makeLayer({LayerKind::AvgPool, 8, 8, 64, 64, 8, 8, 8, 8}, rng),
+              "avgpool 8x8", z);
+    z = b.add(makeLayer({LayerKind::MatMul, 1, 1, 64, 10}, rng), "fc 64->10",
+              z);
   }
   b.finish(z);
   return m;

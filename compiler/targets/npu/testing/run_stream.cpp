@@ -31,13 +31,13 @@ RunResult runStream(const CompiledStream &stream, const NpuConfig &config,
   view.words = stream.words;
   view.relocations = stream.relocations;
   view.binding_count = stream.bindingCount;
-  result.status = toAbsl(sim::VerifyStream(view.words, view.relocations,
-                                           view.binding_count));
+  result.status = toAbsl(
+      sim::VerifyStream(view.words, view.relocations, view.binding_count));
   if (!result.status.ok()) {
     return result;
   }
-  auto created = sim::Simulator::Create(toSimConfig(config),
-                                        osprey::Allocator::Default());
+  auto created =
+      sim::Simulator::Create(toSimConfig(config), osprey::Allocator::Default());
   if (!created.ok()) {
     result.status = toAbsl(created.status());
     return result;
@@ -68,8 +68,8 @@ RunResult runStream(const CompiledStream &stream, const NpuConfig &config,
   if (!result.status.ok()) {
     return result;
   }
-  result.status = toAbsl(
-      simulator->Execute(words, windows, &result.counters, nullptr));
+  result.status =
+      toAbsl(simulator->Execute(words, windows, &result.counters, nullptr));
   return result;
 }
 
@@ -238,8 +238,9 @@ NpuLayer makeLayer(const LayerShape &s, std::mt19937 &rng) {
   l.inScale = {mult(rng), -std::uniform_int_distribution<int>(0, 2)(rng)};
   l.in2Scale = {mult(rng), -std::uniform_int_distribution<int>(0, 2)(rng)};
   l.addLeftShift = 20;
-  l.out.shift = l.kind == LayerKind::Add ? -20 + std::uniform_int_distribution<int>(0, 2)(rng)
-                                         : l.out.shift;
+  l.out.shift = l.kind == LayerKind::Add
+                    ? -20 + std::uniform_int_distribution<int>(0, 2)(rng)
+                    : l.out.shift;
   if (l.kind == LayerKind::MaxPool || l.kind == LayerKind::AvgPool ||
       l.kind == LayerKind::Min || l.kind == LayerKind::Max) {
     l.inputZp = l.outputZp = l.input2Zp = 0;
