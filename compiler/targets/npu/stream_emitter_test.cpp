@@ -430,3 +430,178 @@ TEST(StreamEmitterTest, BlobWithSeveralExportsVerifies) {
 
 } // namespace
 } // namespace osprey::compiler::npu
+
+namespace osprey::compiler::npu {
+namespace {
+
+// Random window geometry for |kind| on an h x w input (may be invalid:
+// callers skip what verifyLayer refuses).
+LayerShape randomShape(LayerKind kind, int64_t h, int64_t w, int64_t c,
+                       std::mt19937 &rng) {
+  auto pick = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  static const int64_t kChannels[] = {1, 3, 8, 13, 16, 33, 70};
+  LayerShape s;
+  s.kind = kind;
+  s.h = h;
+  s.w = w;
+  s.ic = c;
+  s.oc = kind == LayerKind::Conv || kind == LayerKind::MatMul
+             ? kChannels[pick(0, 6)]
+             : c;
+  if (kind == LayerKind::Conv || kind == LayerKind::DepthwiseConv ||
+      kind == LayerKind::MaxPool || kind == LayerKind::AvgPool) {
+    s.kh = pick(0, 9) == 0 ? pick(8, 16) : pick(1, 5);
+    s.kw = pick(0, 9) == 0 ? pick(8, 16) : pick(1, 5);
+    s.sh = pick(1, 3);
+    s.sw = pick(1, 3);
+    s.padTop = pick(0, s.kh - 1);
+    s.padLeft = pick(0, s.kw - 1);
+    s.padBottom = pick(0, s.kh - 1);
+    s.padRight = pick(0, s.kw - 1);
+    s.relu = pick(0, 1);
+  }
+  return s;
+}
+
+TEST(StreamEmitterRandomTest, RandomLayersAreBitExact) {
+  std::mt19937 rng(20261127);
+  auto pick = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  static const LayerKind kKinds[] = {
+      LayerKind::Conv,    LayerKind::DepthwiseConv, LayerKind::MatMul,
+      LayerKind::MaxPool, LayerKind::AvgPool,       LayerKind::Add,
+      LayerKind::Relu,    LayerKind::LeakyRelu,     LayerKind::Min,
+      LayerKind::Max};
+  static const uint64_t kBudgets[] = {192 * 1024, 32 * 1024, 8 * 1024,
+                                      3 * 1024};
+  int compiled = 0, refused = 0;
+  for (int i = 0; i < 400; ++i) {
+    LayerKind kind = kKinds[pick(0, 9)];
+    int64_t h = pick(1, 40), w = pick(1, 40), c = pick(1, 80);
+    if (kind == LayerKind::MatMul) {
+      w = 1;
+      c = pick(1, 600);
+    }
+    LayerShape shape = randomShape(kind, h, w, c, rng);
+    NpuLayer layer = makeLayer(shape, rng);
+    layer.name = "random " + std::to_string(i);
+    if (kind == LayerKind::Min || kind == LayerKind::Max) {
+      layer.useScalar = pick(0, 1);
+    }
+    if (!verifyLayer(layer).ok()) {
+      continue;
+    }
+    NpuConfig config = makeConfig(64u << pick(0, 2), pick(0, 2) ? 256 : 16);
+    if (pick(0, 3) == 0) {
+      config.mapping = PeMapping::InputParallel;
+    }
+    uint64_t budget = kBudgets[pick(0, 3)];
+    NpuChain chain;
+    chain.layers = {layer};
+    chain.layers[0].dst = Operand::memory(kOut);
+    chain.weightBinding = kWeights;
+    EmitOptions options;
+    options.sramBytes = budget;
+    auto s = emitChain(chain, config, options);
+    if (!s.ok()) {
+      ASSERT_EQ(s.status().code(), absl::StatusCode::kUnimplemented)
+          << s.status();
+      ASSERT_NE(s.status().message().find("no tile fits"), std::string::npos)
+          << s.status();
+      ++refused;
+      continue;
+    }
+    checkLayer(layer, config, budget, i);
+    ++compiled;
+    if (HasFatalFailure()) {
+      return;
+    }
+  }
+  EXPECT_GT(compiled, 250);
+  EXPECT_LT(refused, compiled / 10 + 1);
+}
+
+TEST(StreamEmitterRandomTest, RandomChainsAreBitExact) {
+  std::mt19937 rng(4242);
+  auto pick = [&](int lo, int hi) {
+    return std::uniform_int_distribution<int>(lo, hi)(rng);
+  };
+  int run = 0;
+  for (int i = 0; i < 150; ++i) {
+    testing::ModelChain m;
+    m.chain.weightBinding = testing::kChainWeights;
+    m.chain.scratchBinding = testing::kChainScratch;
+    Shape shape{pick(4, 30), pick(4, 30), pick(1, 40)};
+    m.input = randomTensor(shape.elements(), rng);
+    std::vector<std::pair<Shape, std::vector<int8_t>>> tensors;
+    int current = -1;
+    std::vector<int8_t> value = m.input;
+    int layers = pick(2, 7);
+    for (int j = 0; j < layers; ++j) {
+      static const LayerKind kKinds[] = {
+          LayerKind::Conv,    LayerKind::DepthwiseConv, LayerKind::MaxPool,
+          LayerKind::AvgPool, LayerKind::Add,           LayerKind::Relu};
+      LayerKind kind = kKinds[pick(0, 5)];
+      if (kind == LayerKind::Add && current < 0) {
+        kind = LayerKind::Relu;
+      }
+      NpuLayer l;
+      bool ok = false;
+      for (int attempt = 0; attempt < 20 && !ok; ++attempt) {
+        l = makeLayer(randomShape(kind, shape.h, shape.w, shape.c, rng), rng);
+        ok = verifyLayer(l).ok();
+      }
+      if (!ok) {
+        l = makeLayer({LayerKind::Relu, shape.h, shape.w, shape.c, shape.c},
+                      rng);
+      }
+      l.name = "chain layer " + std::to_string(j);
+      l.in = current < 0 ? Operand::memory(testing::kChainInput)
+                         : Operand::resident(current);
+      std::vector<int8_t> second;
+      if (l.kind == LayerKind::Add) {
+        // The residual operand: an earlier tensor of the same shape, or the
+        // current one.
+        int other = current;
+        for (int t = 0; t < int(tensors.size()); ++t) {
+          if (tensors[t].first == shape && pick(0, 1)) {
+            other = t;
+          }
+        }
+        l.in2 = Operand::resident(other);
+        second = tensors[other].second;
+      }
+      int id = int(tensors.size());
+      l.dst = Operand::resident(id);
+      value = referenceLayer(l, value, second);
+      shape = l.output;
+      tensors.push_back({shape, value});
+      current = id;
+      m.chain.layers.push_back(l);
+    }
+    m.chain.layers.back().dst = Operand::memory(testing::kChainOutput);
+    m.expected = value;
+    NpuConfig config = makeConfig(64u << pick(0, 2), pick(0, 1) ? 256 : 16);
+    EmitOptions options;
+    static const uint64_t kBudgets[] = {0, 24 * 1024, 6 * 1024};
+    options.sramBytes = kBudgets[pick(0, 2)];
+    options.keepResident = pick(0, 4) != 0;
+    SCOPED_TRACE("chain " + std::to_string(i));
+    auto s = emitChain(m.chain, config, options);
+    if (!s.ok() && s.status().code() == absl::StatusCode::kUnimplemented) {
+      continue;
+    }
+    checkChain(m, config, options);
+    ++run;
+    if (HasFatalFailure()) {
+      return;
+    }
+  }
+  EXPECT_GT(run, 120);
+}
+
+} // namespace
+} // namespace osprey::compiler::npu
