@@ -381,7 +381,7 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
         }
         if (op.offset + shape.elements() > (uint64_t{1} << 32)) {
           return chainError(
-              absl::StrCat("layer '", l.name, "': binding offset past 4 GiB"));
+              absl::StrCat("layer '", l.name, "': operand ends past 4 GiB"));
         }
         maxBinding = std::max(maxBinding, op.binding);
         (isOutput ? outputBindings : inputBindings).insert(op.binding);
@@ -501,6 +501,11 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
       out.scratchBytes = alignUp(out.scratchBytes + t.bytes, 16);
     }
   }
+  if (out.scratchBytes > (uint64_t{1} << 32)) {
+    return absl::UnimplementedError(absl::StrCat(
+        "npu chain: intermediates need ", out.scratchBytes,
+        " bytes of scratch, more than the 4 GiB the device addresses"));
+  }
   if (out.scratchBytes > 0) {
     if (chain.scratchBinding >= NPU_MAX_BINDINGS ||
         chain.scratchBinding == chain.weightBinding ||
@@ -577,6 +582,11 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
         p.blockBytes[block] = out.weights.size() - p.blockOffset[block];
       }
     }
+  }
+  if (out.weights.size() > (uint64_t{1} << 32)) {
+    return absl::UnimplementedError(absl::StrCat(
+        "npu chain: ", out.weights.size(),
+        " bytes of packed weights, more than the 4 GiB the device addresses"));
   }
   const bool staticWeights = out.weights.size() <= config.weightBytes;
 
