@@ -641,7 +641,6 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
     if (l.relu) {
       actMin = std::max(actMin, l.outputZp);
     }
-    absl::Status failure;
     forEachStep(l, t, [&](const Step &s) {
       StepOps ops;
       const uint64_t h = steps.size() % 2 == 0 ? base : half1;
@@ -757,7 +756,6 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
       const int64_t inRows = s.iy1 - s.iy0;
       const int64_t inCols = p.inResident ? l.input.w : s.ix1 - s.ix0;
       const int64_t inCh = s.ic1 - s.ic0;
-      const bool matmul = l.kind == LayerKind::MatMul;
       uint64_t a;
       if (p.inResident) {
         a = p.inAddr + uint64_t(s.iy0) * l.input.w * l.input.c;
@@ -816,7 +814,6 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
         c.cycles = poolCycles(config, rows * cols, ch, taps);
         break;
       }
-      (void)matmul;
       if (!split) {
         if (l.hasWeights()) {
           c.flags = NPU_FLAG_REQUANT;
@@ -865,9 +862,6 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
       }
       steps.push_back(std::move(ops));
     });
-    if (!failure.ok()) {
-      return failure;
-    }
     LayerReport report;
     report.name = l.name;
     report.tiling = t;
