@@ -360,6 +360,10 @@ TEST(StreamEmitterTest, DsCnnChainStaysResident) {
     for (size_t i = 1; i < s.layers.size(); ++i) {
       EXPECT_TRUE(s.layers[i].inputResident) << s.layers[i].name;
     }
+    // SYNCs only where data lands: about one per layer whose weights arrive.
+    EXPECT_LE(s.syncCount, s.layers.size() + 4);
+    EXPECT_EQ(counters.count_by_kind[drivers::npu::sim::kKindSync],
+              s.syncCount);
   }
   // Small SRAM budgets spill intermediates to the scratch binding.
   for (uint64_t sram : {uint64_t{16 * 1024}, uint64_t{6 * 1024}}) {
