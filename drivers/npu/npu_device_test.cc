@@ -10,7 +10,7 @@
 #include "drivers/npu/npu_driver.h"
 #include "drivers/npu/reference/reference.h"
 #include "drivers/npu/registration/driver_module.h"
-#include "drivers/npu/test/stream_builder.h"
+#include "drivers/npu/builder/stream_builder.h"
 #include "gtest/gtest.h"
 #include "hal/api.h"
 
@@ -21,8 +21,8 @@ using hal::BufferRef;
 using hal::BufferUsage;
 using hal::MemoryAccess;
 using hal::MemoryType;
-using test::BlobExport;
-using test::StreamBuilder;
+using builder::BlobExport;
+using builder::StreamBuilder;
 namespace ref = ::osprey::drivers::npu::reference;
 
 #define ASSERT_OK(expr)                                         \
@@ -59,7 +59,7 @@ class NpuDeviceTest : public ::testing::Test {
   }
 
   StatusOr<ref_ptr<hal::Executable>> Load(const std::vector<BlobExport>& exports) {
-    blob_ = test::BuildBlob(exports);
+    blob_ = builder::BuildBlob(exports);
     OSPREY_ASSIGN_OR_RETURN(auto cache, device_->CreateExecutableCache());
     hal::ExecutableParams params;
     params.format = "npu-v1";
@@ -117,7 +117,7 @@ struct ConvFixture {
     }
     weight_blob.assign(weights.begin(), weights.end());
     q_off = uint32_t(weight_blob.size());
-    auto q = test::PackQParams(bias, mult, shift);
+    auto q = builder::PackQParams(bias, mult, shift);
     weight_blob.insert(weight_blob.end(), q.begin(), q.end());
   }
 

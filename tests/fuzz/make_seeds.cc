@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "drivers/npu/test/stream_builder.h"
+#include "drivers/npu/builder/stream_builder.h"
 #include "tools/common/file_io.h"
 #include "tools/common/flags.h"
 #include "tools/common/npy.h"
@@ -82,8 +82,8 @@ Status WriteNpys(const std::string& dir) {
 }
 
 Status WriteNpuBlobs(const std::string& dir) {
-  using drivers::npu::test::BlobExport;
-  using drivers::npu::test::StreamBuilder;
+  using drivers::npu::builder::BlobExport;
+  using drivers::npu::builder::StreamBuilder;
   // A copy through local memory.
   StreamBuilder copy;
   copy.DmaRead(0, 0, 0, 64).Op(NPU_OP_SYNC).DmaWrite(1, 0, 64, 64);
@@ -105,10 +105,10 @@ Status WriteNpuBlobs(const std::string& dir) {
     e.relocations = stream->relocations();
     e.binding_count = 3;
     e.binding_write_mask = 0x6;
-    OSPREY_RETURN_IF_ERROR(Write(dir + "/" + name + ".npu", drivers::npu::test::BuildBlob({e})));
+    OSPREY_RETURN_IF_ERROR(Write(dir + "/" + name + ".npu", drivers::npu::builder::BuildBlob({e})));
     all.push_back(e);
   }
-  return Write(dir + "/all.npu", drivers::npu::test::BuildBlob(all));
+  return Write(dir + "/all.npu", drivers::npu::builder::BuildBlob(all));
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 #include "drivers/npu/reference/reference.h"
 #include "drivers/npu/sim/command_stream.h"
 #include "drivers/npu/sim/simulator.h"
-#include "drivers/npu/test/stream_builder.h"
+#include "drivers/npu/builder/stream_builder.h"
 
 namespace osprey::drivers::npu {
 namespace {
@@ -25,7 +25,7 @@ namespace {
 using sim::Counters;
 using sim::HardwareConfig;
 using sim::ParallelMode;
-using test::StreamBuilder;
+using builder::StreamBuilder;
 
 struct Layer {
   const char* name;
@@ -81,7 +81,7 @@ Result RunLayer(const Layer& l, const HardwareConfig& config, bool pipelined = f
   for (auto& x : input) x = uint8_t(d(gen));
   for (size_t i = 0; i < w_bytes; ++i) weights[i] = uint8_t(d(gen));
   std::vector<int32_t> bias(l.oc, 0), mult(l.oc, 1 << 30), shift(l.oc, -8);
-  auto q = test::PackQParams(bias, mult, shift);
+  auto q = builder::PackQParams(bias, mult, shift);
   std::memcpy(weights.data() + w_bytes, q.data(), q.size());
   std::vector<uint8_t> output(size_t(l.oh()) * l.ow() * l.oc);
 

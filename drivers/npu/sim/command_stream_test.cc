@@ -5,15 +5,15 @@
 #include <string>
 #include <vector>
 
-#include "drivers/npu/test/stream_builder.h"
+#include "drivers/npu/builder/stream_builder.h"
 #include "gtest/gtest.h"
 
 namespace osprey::drivers::npu::sim {
 namespace {
 
-using test::BlobExport;
-using test::BuildBlob;
-using test::StreamBuilder;
+using builder::BlobExport;
+using builder::BuildBlob;
+using builder::StreamBuilder;
 
 BlobExport CopyExport() {
   StreamBuilder b;

@@ -9,7 +9,7 @@
 
 #include "drivers/npu/sim/command_stream.h"
 #include "drivers/npu/sim/simulator.h"
-#include "drivers/npu/test/stream_builder.h"
+#include "drivers/npu/builder/stream_builder.h"
 #include "gtest/gtest.h"
 
 namespace osprey::drivers::npu::sim {
@@ -94,16 +94,16 @@ TEST(SimulatorRobustnessTest, RandomStreamsFaultCleanly) {
 }
 
 TEST(SimulatorRobustnessTest, MutatedBlobsAreRejectedOrVerified) {
-  test::StreamBuilder b;
+  builder::StreamBuilder b;
   b.DmaRead(0, 0, 0, 64).Op(NPU_OP_SYNC).Ifm(0, 1, 1, 64).Ofm(128, 1, 1, 64);
   b.Op(NPU_OP_ACT_RELU).Op(NPU_OP_SYNC).DmaWrite(1, 0, 128, 64);
-  test::BlobExport e;
+  builder::BlobExport e;
   e.name = "relu";
   e.words = b.Finish();
   e.relocations = b.relocations();
   e.binding_count = 2;
   e.binding_write_mask = 2;
-  const std::vector<uint8_t> blob = test::BuildBlob({e, e});
+  const std::vector<uint8_t> blob = builder::BuildBlob({e, e});
   std::mt19937 gen(99);
   int accepted = 0;
   for (int iteration = 0; iteration < 5000; ++iteration) {

@@ -12,14 +12,14 @@
 
 #include "drivers/npu/reference/reference.h"
 #include "drivers/npu/sim/command_stream.h"
-#include "drivers/npu/test/stream_builder.h"
+#include "drivers/npu/builder/stream_builder.h"
 #include "gtest/gtest.h"
 
 namespace osprey::drivers::npu::sim {
 namespace {
 
-using test::PackQParams;
-using test::StreamBuilder;
+using builder::PackQParams;
+using builder::StreamBuilder;
 namespace ref = ::osprey::drivers::npu::reference;
 
 constexpr uint32_t kWindowStride = 0x01000000;  // Binding i at (i + 1) * 16 MiB.

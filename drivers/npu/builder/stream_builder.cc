@@ -1,9 +1,9 @@
 // Host-side assembly of npu-v1 command streams and blobs.
-#include "drivers/npu/test/stream_builder.h"
+#include "drivers/npu/builder/stream_builder.h"
 
 #include <cstring>
 
-namespace osprey::drivers::npu::test {
+namespace osprey::drivers::npu::builder {
 
 StreamBuilder& StreamBuilder::DmaRead(uint32_t binding, uint32_t sys_offset, uint32_t loc_addr,
                                       uint32_t len, uint32_t rows, uint32_t sys_stride,
@@ -107,4 +107,4 @@ std::vector<uint8_t> PackQParams(const std::vector<int32_t>& bias,
   return out;
 }
 
-}  // namespace osprey::drivers::npu::test
+}  // namespace osprey::drivers::npu::builder

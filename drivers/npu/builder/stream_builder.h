@@ -1,7 +1,8 @@
-// Host-side helpers to assemble npu-v1 command streams and blobs (tests,
-// benchmarks and tools; not part of the runtime).
-#ifndef OSPREY_DRIVERS_NPU_TEST_STREAM_BUILDER_H_
-#define OSPREY_DRIVERS_NPU_TEST_STREAM_BUILDER_H_
+// Host-side helpers to assemble npu-v1 command streams and blobs (the
+// compiler's NPU target, tests, benchmarks and tools; not part of the
+// runtime).
+#ifndef OSPREY_DRIVERS_NPU_BUILDER_STREAM_BUILDER_H_
+#define OSPREY_DRIVERS_NPU_BUILDER_STREAM_BUILDER_H_
 
 #include <cstdint>
 #include <string>
@@ -9,7 +10,7 @@
 
 #include "drivers/npu/schema/npu_isa.h"
 
-namespace osprey::drivers::npu::test {
+namespace osprey::drivers::npu::builder {
 
 class StreamBuilder {
  public:
@@ -74,6 +75,6 @@ std::vector<uint8_t> PackQParams(const std::vector<int32_t>& bias,
                                  const std::vector<int32_t>& multiplier,
                                  const std::vector<int32_t>& shift);
 
-}  // namespace osprey::drivers::npu::test
+}  // namespace osprey::drivers::npu::builder
 
-#endif  // OSPREY_DRIVERS_NPU_TEST_STREAM_BUILDER_H_
+#endif  // OSPREY_DRIVERS_NPU_BUILDER_STREAM_BUILDER_H_
