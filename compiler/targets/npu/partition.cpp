@@ -49,6 +49,9 @@ int64_t opMacs(const Op &op) {
   return 0;
 }
 
+// Bindings of one npu-v1 export, less the weights and the scratch.
+constexpr unsigned kMaxChainBindings = 32 - 2;
+
 int64_t elementsOf(const graph::Value *v) {
   return v->type().hasStaticShape() ? v->type().numElements() : 0;
 }
@@ -179,25 +182,60 @@ absl::StatusOr<Partition> partitionGraph(const graph::Graph &graph,
     }
   }
 
-  // Chains: runs of NPU ops where each reads the previous one's result.
+  // Chains: runs of NPU ops, each reading the previous one's result while
+  // it is still in SRAM. A chain tensor is either passed on in SRAM (its
+  // only reader is the next layer) or written to memory, where only later
+  // chains may read it (a stream's loads run ahead of its stores): a layer
+  // that would read memory its own chain writes starts a new chain. The
+  // chain's bindings are bounded too: every operand from outside and every
+  // result read outside is one, and two more hold the weights and the
+  // scratch.
+  // The one op reading |o|'s result, or null when it is returned or read
+  // by several.
+  auto soleReader = [&](const OpPlacement &o) -> const Op * {
+    for (const graph::Value *out : graph.outputs()) {
+      if (out == o.op->result()) {
+        return nullptr;
+      }
+    }
+    std::vector<Op *> users = graph.users(o.op->result());
+    return users.size() == 1 ? users[0] : nullptr;
+  };
   const OpPlacement *previous = nullptr;
+  std::set<const Op *> chainOps;
+  unsigned chainBindings = 0;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     OpPlacement &o = p.ops[i];
     if (!o.onNpu) {
       continue;
     }
     p.npuMacs += o.macs;
-    bool extends = false;
-    if (previous && !p.chains.empty()) {
-      for (const graph::Value *v : o.op->operands()) {
-        if (v && v->definingOp() == previous->op) {
-          extends = true;
-        }
+    bool passedOn = false, readsChainMemory = false;
+    unsigned bindings = 0;
+    for (const graph::Value *v : o.op->operands()) {
+      if (!v) {
+        continue;
+      }
+      const Op *producer = v->definingOp();
+      if (previous && producer == previous->op && soleReader(*previous) == o.op) {
+        passedOn = true;
+      } else if (producer && chainOps.count(producer)) {
+        readsChainMemory = true;
+      } else if (!producer || producer->kind() != "Constant") {
+        ++bindings; // Another op's result or a graph input.
       }
     }
-    if (!extends) {
-      p.chains.emplace_back();
+    if (!soleReader(o)) {
+      ++bindings; // Read by several or returned: written to memory.
     }
+    if (!passedOn || readsChainMemory || p.chains.empty() ||
+        chainBindings + bindings > kMaxChainBindings) {
+      p.chains.emplace_back();
+      chainOps.clear();
+      chainBindings = 0;
+    }
+    chainBindings += bindings;
+    chainOps.insert(o.op);
     o.chain = static_cast<int>(p.chains.size()) - 1;
     p.chains.back().push_back(i);
     previous = &o;
