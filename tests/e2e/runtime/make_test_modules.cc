@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "drivers/npu/test/stream_builder.h"
+#include "drivers/npu/builder/stream_builder.h"
 #include "hal/types.h"
 #include "tools/common/flags.h"
 #include "tools/common/npy.h"
@@ -340,7 +340,7 @@ StatusOr<std::vector<uint8_t>> AssembleWithExecutable(const std::string& asm_pat
 // The npu-v1 executable of cpu_npu.vmasm: one export "relu2" that reads 64
 // int8 values from binding 0 and writes clamp(2 * max(x, 0)) to binding 1.
 std::vector<uint8_t> Relu2NpuBlob() {
-  namespace npu = drivers::npu::test;
+  namespace npu = drivers::npu::builder;
   npu::StreamBuilder stream;
   stream.DmaRead(0, 0, 0, 64).Op(NPU_OP_SYNC);
   stream.Ifm(0, 1, 1, 64).Ofm(64, 1, 1, 64);
