@@ -2,7 +2,7 @@
 """Runs the real-model suite: pretrained ONNX models from npm packages through Osprey, checked
 against ONNX Runtime.
 
-run.py --build BUILD [--models a,b] [--devices cpu-sync,cpu-task] [--random N] [--json FILE]
+run.py --build BUILD [--bin DIR] [--models a,b] [--devices cpu-sync,cpu-task] [--random N] [--json FILE]
        [--check] [--no-fetch]
 
 For each model of manifest.json: fills the cache (fetch.py; BUILD/real_models, onnxruntime-node
@@ -15,6 +15,10 @@ probabilities and the like live on [0, 1] even where one case drives them all ne
 Runtime's own float32 transcendental functions are accurate to about 1e-7 absolute there).
 A model MATCHES when every output of every case on every device is within the manifest's
 tolerance and has ORT's shape, type and non-finite positions; otherwise it is WRONG.
+
+Tensors named in the manifest's 'expose' (logits before a final Sigmoid or Softmax, which can
+hide errors when they saturate) are added as graph outputs to a copy of the model, and compared
+like the others.
 
 Cases: 'reference' (the fixed input documented in docs/real-models.md), 'random1'..'randomN'
 (seeded: uniform over the input's range, then normal around its middle clipped to the range),
@@ -127,7 +131,7 @@ class Runner:
 
   def __init__(self, args):
     self.args = args
-    self.bin = os.path.join(args.build, "bin")
+    self.bin = args.bin or os.path.join(args.build, "bin")
     self.cache = os.path.join(args.build, "real_models")
     self.ort_dir = os.path.join(args.build, "bench", "ort")
 
@@ -169,12 +173,40 @@ class Runner:
     if proc.returncode != 0:
       raise RuntimeError(f"ONNX Runtime failed on {onnx_path}: {proc.stderr.strip()}")
 
+  @staticmethod
+  def expose(model, onnx_path, work):
+    """Returns a copy of the model with the manifest's 'expose' tensors as extra outputs."""
+    m = onnx.load(onnx_path)
+    # The tensors' types as ONNX's shape inference gives them (ONNX's checker wants a shape).
+    inferred = {v.name: v for v in onnx.shape_inference.infer_shapes(m).graph.value_info}
+    # Where inference loses the shape, the graph output that a shape-preserving final op
+    # computes from the tensor has it.
+    outputs = {o.name: o for o in m.graph.output}
+    for n in m.graph.node:
+      if n.op_type in ("Sigmoid", "Softmax", "Clip") and n.output[0] in outputs:
+        v = inferred.get(n.input[0])
+        if v is None or not v.type.tensor_type.HasField("shape"):
+          v = onnx.ValueInfoProto()
+          v.CopyFrom(outputs[n.output[0]])
+          v.name = n.input[0]
+          inferred[n.input[0]] = v
+    for name in model["expose"]:
+      if name not in inferred or not inferred[name].type.tensor_type.HasField("shape"):
+        raise ValueError(f"{model['name']}: no shaped tensor '{name}' (manifest 'expose')")
+      m.graph.output.append(inferred[name])
+    path = os.path.join(work, f"{model['name']}.exposed.onnx")
+    onnx.save(m, path)
+    return path
+
   def run_model(self, model, onnx_path):
     name = model["name"]
     work = os.path.join(self.cache, "work", name)
     os.makedirs(work, exist_ok=True)
+    size = os.path.getsize(onnx_path)
+    if model.get("expose"):
+      onnx_path = self.expose(model, onnx_path, work)
     result = {"name": name, "domain": model["domain"], "package": model["package"],
-              "bytes": os.path.getsize(onnx_path), "tolerance": model["tolerance"]}
+              "bytes": size, "tolerance": model["tolerance"]}
     module, seconds, refusal = self.compile(model, onnx_path, work)
     result["compile_s"] = round(seconds, 2)
     if refusal:
@@ -253,6 +285,7 @@ def describe(result):
 def main():
   parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
   parser.add_argument("--build", required=True, help="build directory with bin/osprey-compile")
+  parser.add_argument("--bin", help="directory of osprey-compile and osprey-run (BUILD/bin)")
   parser.add_argument("--models", default="", help="comma-separated model names (default: all)")
   parser.add_argument("--devices", default="cpu-sync,cpu-task")
   parser.add_argument("--random", type=int, default=3, help="random cases per model")
