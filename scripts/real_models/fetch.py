@@ -58,9 +58,13 @@ def _tarball_name(spec):
 def _run_npm(args, what):
   if shutil.which("npm") is None:
     raise Unavailable(f"{what}: npm not found (scripts/setup.sh installs nodejs and npm)")
-  proc = subprocess.run(["npm", *args], capture_output=True, text=True)
+  # Few retries, so that a machine without network learns it in seconds, not minutes.
+  proc = subprocess.run(["npm", *args, "--loglevel=error", "--fetch-retries=1",
+                         "--fetch-retry-mintimeout=1000", "--fetch-retry-maxtimeout=2000"],
+                        capture_output=True, text=True)
   if proc.returncode != 0:
-    last = (proc.stderr.strip().splitlines() or ["(no message)"])[-1]
+    lines = [l for l in proc.stderr.splitlines() if l.strip() and "complete log" not in l]
+    last = (lines or ["(no message)"])[0].removeprefix("npm error ").strip()
     raise Unavailable(f"{what}: npm {' '.join(args[:2])} failed ({last}); is the npm registry "
                       "reachable?")
 
@@ -73,7 +77,7 @@ def fetch_package(cache, spec, want):
   if os.path.isfile(path) and sha256(path) == want["sha256"]:
     return path
   with tempfile.TemporaryDirectory(dir=tar_dir) as tmp:
-    _run_npm(["pack", spec, "--pack-destination", tmp, "--silent"], spec)
+    _run_npm(["pack", spec, "--pack-destination", tmp], spec)
     fetched = os.path.join(tmp, _tarball_name(spec))
     if not os.path.isfile(fetched):
       raise Unavailable(f"{spec}: npm pack wrote no {_tarball_name(spec)}")
@@ -131,7 +135,7 @@ def install_ort(ort_dir):
     raise Unavailable("node not found (scripts/setup.sh installs nodejs and npm)")
   os.makedirs(ort_dir, exist_ok=True)
   # The package ships its CPU binaries; its install script only fetches GPU providers.
-  _run_npm(["install", "--silent", "--no-audit", "--no-fund", "--ignore-scripts", "--prefix",
+  _run_npm(["install", "--no-audit", "--no-fund", "--ignore-scripts", "--prefix",
             ort_dir, f"onnxruntime-node@{ORT_VERSION}"], f"onnxruntime-node@{ORT_VERSION}")
   if not ort_installed(ort_dir):
     raise Unavailable(f"onnxruntime-node@{ORT_VERSION} did not install into {ort_dir}")
