@@ -251,6 +251,16 @@ class Runner:
       result["errors"][device] = dev_worst
     result["max_error"] = worst["error"]
     result["cases"] = cases
+    label = model.get("reference_argmax")
+    if label:
+      # What the package documents for the reference input (e.g. the class of upright text).
+      got = int(np.argmax(np.load(os.path.join(work, f"reference.{self.args.devices[0]}."
+                                                    f"{label['output']}.npy"))))
+      result["reference_argmax"] = got
+      if got != label["index"]:
+        result.update(status="WRONG", message=f"reference input: class {got}, expected "
+                                              f"{label['index']} ({label['meaning']})")
+        return result
     if worst["error"] <= model["tolerance"]:
       result["status"] = "matches"
     else:
