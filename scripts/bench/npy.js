@@ -23,7 +23,8 @@ function readNpy(path) {
   const descr = (header.match(/'descr':\s*'([^']*)'/) || [])[1];
   const npyType = kNpyTypes[descr];
   if (!npyType || /'fortran_order':\s*True/.test(header)) {
-    throw new Error(`${path}: only C-order little-endian float32 or int64 is supported (${header})`);
+    throw new Error(
+        `${path}: only C-order little-endian float32 or int64 is supported (${header})`);
   }
   const shape = header.match(/'shape':\s*\(([^)]*)\)/)[1].split(',')
                     .map((s) => s.trim()).filter((s) => s.length).map(Number);

@@ -25,9 +25,10 @@ Cases: 'reference' (the fixed input documented in docs/real-models.md), 'random1
 'zeros' (when 0 is in the range) and 'extremes' (each element at the bottom or top of the range).
 
 Per model it prints one line: refused (with osprey-compile's message) / compiler crash / run
-error / matches / WRONG (worst error, output, case, device; or a wrong documented class). With --check the exit status is 0 only when
-every model meets its manifest expectation ('match', or 'refused' with the recorded message; a
-refused model that now runs must match), 77 when the cache cannot be filled, 1 otherwise.
+error / matches / WRONG (worst error, output, case, device; or a wrong documented class). With
+--check the exit status is 0 only when every model meets its manifest expectation ('match', or
+'refused' with the recorded message; a refused model that now runs must match), 77 when the
+cache cannot be filled, 1 otherwise.
 """
 import argparse
 import json
