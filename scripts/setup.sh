@@ -38,6 +38,12 @@ if [[ "${OSPREY_SKIP_APT:-0}" != "1" ]]; then
   for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
+  # Node.js and npm: ONNX Runtime (onnxruntime-node) is the reference of the benchmark and the
+  # real-model tests, whose models come from npm packages. A Node.js installed otherwise (with its
+  # own npm) is kept.
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    missing+=(nodejs npm)
+  fi
   if ((${#missing[@]})); then
     sudo_cmd=()
     [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)

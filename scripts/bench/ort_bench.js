@@ -10,38 +10,7 @@
 const fs = require('fs');
 const ort = require('onnxruntime-node');
 
-// Element types the benchmark feeds: numpy descr -> ONNX Runtime tensor type and typed array.
-const kNpyTypes = {
-  '<f4': {type: 'float32', array: Float32Array},
-  '<i8': {type: 'int64', array: BigInt64Array},
-};
-
-function readNpy(path) {
-  const buf = fs.readFileSync(path);
-  if (buf.toString('latin1', 1, 6) !== 'NUMPY') {
-    throw new Error(`${path}: not a .npy file`);
-  }
-  const major = buf[6];
-  const headerLen = major >= 2 ? buf.readUInt32LE(8) : buf.readUInt16LE(8);
-  const headerStart = major >= 2 ? 12 : 10;
-  const header = buf.toString('latin1', headerStart, headerStart + headerLen);
-  const descr = (header.match(/'descr':\s*'([^']*)'/) || [])[1];
-  const npyType = kNpyTypes[descr];
-  if (!npyType || /'fortran_order':\s*True/.test(header)) {
-    throw new Error(`${path}: only C-order little-endian float32 or int64 is supported (${header})`);
-  }
-  const shape = header.match(/'shape':\s*\(([^)]*)\)/)[1].split(',')
-                    .map((s) => s.trim()).filter((s) => s.length).map(Number);
-  const dataStart = headerStart + headerLen;
-  const count = shape.reduce((a, b) => a * b, 1);
-  const data = new npyType.array(count);
-  const bytes = count * npyType.array.BYTES_PER_ELEMENT;
-  if (buf.length < dataStart + bytes) {
-    throw new Error(`${path}: ${buf.length - dataStart} data bytes, expected ${bytes}`);
-  }
-  Buffer.from(data.buffer).set(buf.subarray(dataStart, dataStart + bytes));
-  return {type: npyType.type, shape, data};
-}
+const {readNpy} = require('./npy');
 
 function peakRssKb() {
   const status = fs.readFileSync('/proc/self/status', 'utf8');
