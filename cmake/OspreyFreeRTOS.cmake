@@ -80,11 +80,19 @@ if(_port STREQUAL "GCC/RISC-V")
        ${_port_dir}/chip_specific_extensions/RISCV_MTIME_CLINT_no_extensions)
 endif()
 # Preprocessed assembly goes through the C compiler driver (the toolchain
-# files configure no ASM language), told that it is assembly.
+# files configure no ASM language), told that it is assembly. The RISC-V
+# port's context switch does not read FreeRTOSConfig.h: whether it saves the
+# floating-point registers comes from here, from the target's -march (a
+# task switch that dropped them would corrupt every task using the FPU).
+set(_asm_defs "")
+if(_port STREQUAL "GCC/RISC-V" AND OSPREY_TOOLCHAIN_CPU_FLAGS MATCHES "-march=rv(32|64)[a-z]*[fdg]")
+  list(APPEND _asm_defs configENABLE_FPU=1)
+endif()
 foreach(_src ${_port_srcs})
   if(_src MATCHES "\\.S$")
     set_source_files_properties(${_src} PROPERTIES LANGUAGE C
-                                COMPILE_OPTIONS "-x;assembler-with-cpp")
+                                COMPILE_OPTIONS "-x;assembler-with-cpp"
+                                COMPILE_DEFINITIONS "${_asm_defs}")
   endif()
 endforeach()
 

@@ -268,6 +268,59 @@ void CheckBlockingWait(Checker& c, const PlatformCheckOptions& options) {
   waker.Join();
 }
 
+// Floating-point registers are per thread: two threads run the same
+// floating-point recurrence, switched by preemption or yields, and each
+// must end with exactly the value one thread alone computes.
+struct FloatWork {
+  int64_t run_nanos = 0;
+  uint32_t steps = 0;
+  float result[8] = {};
+  bool yield = false;
+};
+
+void FloatSteps(uint32_t begin, uint32_t end, float* acc, bool yield) {
+  for (uint32_t i = begin; i < end; ++i) {
+    for (int k = 0; k < 8; ++k) acc[k] = acc[k] * 0.999f + float(k + 1) * 0.25f + float(i & 7);
+    if (yield && (i & 255) == 0) YieldProcessor();
+  }
+}
+
+void FloatWorker(void* arg) {
+  auto* work = static_cast<FloatWork*>(arg);
+  float acc[8];
+  for (int k = 0; k < 8; ++k) acc[k] = float(k);
+  // Runs for a while (many scheduler ticks), in chunks.
+  int64_t end = MonotonicNanos() + work->run_nanos;
+  uint32_t steps = 0;
+  do {
+    FloatSteps(steps, steps + 1024, acc, work->yield);
+    steps += 1024;
+  } while (MonotonicNanos() < end);
+  work->steps = steps;
+  for (int k = 0; k < 8; ++k) work->result[k] = acc[k];
+}
+
+void CheckFloatState(Checker& c, const PlatformCheckOptions& options) {
+  c.group = "floating-point state";
+  for (bool yield : {false, true}) {
+    FloatWork work[2];
+    Thread threads[2];
+    for (int i = 0; i < 2; ++i) {
+      work[i].run_nanos = 30 * kMillis;
+      work[i].yield = yield;
+      EXPECT(c, threads[i].Start(Options(options, "float"), &FloatWorker, &work[i]).ok());
+    }
+    for (Thread& thread : threads) thread.Join();
+    for (int i = 0; i < 2; ++i) {
+      float acc[8];
+      for (int k = 0; k < 8; ++k) acc[k] = float(k);
+      FloatSteps(0, work[i].steps, acc, false);
+      EXPECT(c, work[i].steps > 0);
+      EXPECT(c, memcmp(acc, work[i].result, sizeof(acc)) == 0);
+    }
+  }
+}
+
 // Threads: start/join rules, a deep stack, per-thread storage.
 thread_local int t_value = 0;
 
@@ -348,6 +401,7 @@ int RunPlatformChecks(const PlatformCheckOptions& options) {
       {"notify", &CheckNotify},
       {"blocking wait", &CheckBlockingWait},
       {"threads", &CheckThreads},
+      {"floating-point state", &CheckFloatState},
   };
   for (const Step& step : steps) {
     if (options.verbose) printf("platform check: %s\n", step.name);

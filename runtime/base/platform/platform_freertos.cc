@@ -100,9 +100,15 @@ int64_t MonotonicNanos() {
 
 void SetMonotonicClock(ClockFn clock) { g_clock = clock; }
 
+// Ticks and the clock can disagree for a while (an installed clock keeps
+// running while the guest is stalled, and the tick interrupts then catch up
+// in a burst), so sleeps and waits end by the clock, not by tick counts.
 void SleepNanos(int64_t duration_ns) {
   if (duration_ns <= 0) return;
-  vTaskDelay(TicksFor(duration_ns));
+  const int64_t end = MonotonicNanos() + duration_ns;
+  for (int64_t now = MonotonicNanos(); now < end; now = MonotonicNanos()) {
+    vTaskDelay(TicksFor(end - now));
+  }
 }
 
 void YieldProcessor() { taskYIELD(); }
@@ -174,19 +180,28 @@ bool ConditionVariable::WaitUntil(Mutex& mutex, int64_t deadline_ns) {
   (void)xTaskResumeAll();
 
   mutex.Unlock();
-  (void)ulTaskNotifyTakeIndexed(kNotifyIndex, pdTRUE, ticks);
-
-  vTaskSuspendAll();
-  const bool notified = self.notified;
-  if (!notified) {
-    for (link = &waiters_; *link; link = &(*link)->next) {
-      if (*link == &self) {
-        *link = self.next;
-        break;
+  bool notified = false;
+  for (bool expired = false; !notified && !expired;) {
+    (void)ulTaskNotifyTakeIndexed(kNotifyIndex, pdTRUE, ticks);
+    vTaskSuspendAll();
+    notified = self.notified;
+    if (!notified) {
+      // Timed out by ticks: done if the clock agrees, else wait on.
+      const int64_t now = MonotonicNanos();
+      expired = deadline_ns != kInfiniteFuture && now >= deadline_ns;
+      if (expired) {
+        for (link = &waiters_; *link; link = &(*link)->next) {
+          if (*link == &self) {
+            *link = self.next;
+            break;
+          }
+        }
+      } else if (deadline_ns != kInfiniteFuture) {
+        ticks = TicksFor(deadline_ns - now);
       }
     }
+    (void)xTaskResumeAll();
   }
-  (void)xTaskResumeAll();
   mutex.Lock();
   return notified;
 }

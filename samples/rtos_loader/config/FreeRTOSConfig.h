@@ -100,8 +100,8 @@ void osprey_rtos_assert_failed(const char* file, int line);
 #define configMTIME_BASE_ADDRESS 0x0200BFF8UL
 #define configMTIMECMP_BASE_ADDRESS 0x02004000UL
 #define configISR_STACK_SIZE_WORDS 1024
-#define configENABLE_FPU 1
-#define configENABLE_VPU 0
+/* The port's assembly saves the FPU registers with configENABLE_FPU=1,
+ * which cmake/OspreyFreeRTOS.cmake passes from the target's -march. */
 #elif defined(__ARM_ARCH)
 /* mps2-an386: 25 MHz system clock, 3 NVIC priority bits. */
 #define configCPU_CLOCK_HZ 25000000
