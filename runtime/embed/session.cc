@@ -81,6 +81,32 @@ Status AddModule(osprey_session_t* session, ref_ptr<vm::Module> module) {
   return osprey::OkStatus();
 }
 
+// Refuses a module none of whose executables the session's device can run
+// (compiled for another CPU, or only for an accelerator), at load instead
+// of at its first call. Modules with variants for several devices load if
+// one of them fits.
+Status CheckExecutablesRunnable(osprey_session_t* session, const vm::BytecodeModule& module) {
+  const uint32_t count = module.executable_count();
+  if (count == 0) return osprey::OkStatus();
+  hal::Device* device = session->device->device.get();
+  OSPREY_ASSIGN_OR_RETURN(auto cache, device->CreateExecutableCache(),
+                          "creating the executable cache of device '%s'", device->id());
+  char formats[128] = "";
+  size_t used = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const char* format = module.executable(i).format;
+    if (cache->CanPrepareFormat(format)) return osprey::OkStatus();
+    if (used < sizeof(formats)) {
+      int n = snprintf(formats + used, sizeof(formats) - used, "%s%s", i ? ", " : "", format);
+      if (n > 0) used += size_t(n);
+    }
+  }
+  return osprey::UnimplementedError(
+      "device '%s' can run none of the %u executable(s) of module '%s' (formats: %s); the "
+      "module was compiled for another target",
+      device->id(), unsigned(count), module.name(), formats);
+}
+
 Status LoadModule(osprey_session_t* session, std::span<const uint8_t> bytes,
                   ref_ptr<osprey::RefObject> owner) {
   vm::LoadOptions options;
@@ -88,6 +114,7 @@ Status LoadModule(osprey_session_t* session, std::span<const uint8_t> bytes,
   OSPREY_ASSIGN_OR_RETURN(auto module,
                           vm::BytecodeModule::Load(bytes, std::move(owner),
                                                    session->instance->host_allocator, options));
+  OSPREY_RETURN_IF_ERROR(CheckExecutablesRunnable(session, *module));
   // AddModule releases the module when linking fails, and with it the
   // module's bytes (unmapped or handed back to the application): the name
   // in the context line must be a copy.
