@@ -7,7 +7,9 @@
 #   scripts/cross_build.sh [--run] [TARGET...]
 #
 #   TARGET     cortex-m4 (size profile: MinSizeRel, status codes only),
-#              riscv32 (MinSizeRel, status messages on), cortex-m55.
+#              riscv32 (MinSizeRel, status messages on), cortex-m55,
+#              cortex-m4-freertos and riscv32-freertos (the FreeRTOS
+#              platform layer and samples/rtos_loader; status messages on).
 #              Default: $OSPREY_CROSS_TARGETS or "cortex-m4 riscv32".
 #   --run      also run each firmware under QEMU (scripts/qemu/run_firmware.sh)
 #
@@ -20,8 +22,8 @@
 #   OSPREY_CROSS_BUILD_TARGETS  CMake targets to build, for every TARGET ("all":
 #                               every runtime library, driver and the firmware).
 #                               Default: all on Arm; on riscv32 the firmware and
-#                               the libraries it links (the VM does not build
-#                               with clang yet)
+#                               the libraries it links; on the FreeRTOS targets
+#                               the loader and the platform checks images
 #   OSPREY_JOBS                 parallel jobs (default 2)
 #   OSPREY_CORTEX_M4_SIZE_BUDGET  fail if the runtime libraries' text+data in the
 #                               cortex-m4 firmware exceeds this (default 70000
@@ -65,8 +67,17 @@ build_target() {
       toolchain=cortex-m55; tool_prefix=arm-none-eabi- ;;
     riscv32)
       toolchain=riscv32; tool_prefix=riscv64-unknown-elf- ;;
+    cortex-m4-freertos)
+      toolchain=cortex-m4; tool_prefix=arm-none-eabi-
+      args+=(-DOSPREY_PLATFORM=freertos -DOSPREY_HAL_DRIVER_NPU=OFF) ;;
+    riscv32-freertos)
+      # virt has 128 MiB of RAM: 6 MiB for the 2 MiB FreeRTOS heap and more.
+      toolchain=riscv32; tool_prefix=riscv64-unknown-elf-
+      args+=(-DOSPREY_PLATFORM=freertos -DOSPREY_HAL_DRIVER_NPU=OFF
+             -DOSPREY_BOARD_RAM_SIZE=0x00600000) ;;
     *)
-      echo "cross_build.sh: unknown target '$target' (cortex-m4, cortex-m55, riscv32)" >&2
+      echo "cross_build.sh: unknown target '$target' (cortex-m4, cortex-m55, riscv32," \
+           "cortex-m4-freertos, riscv32-freertos)" >&2
       return 2 ;;
   esac
 
@@ -85,6 +96,7 @@ build_target() {
   if [[ -z "$what" ]]; then
     what=all
     [[ "$target" == riscv32 ]] && what=osprey_bare_metal_firmware
+    [[ "$target" == *-freertos ]] && what="osprey_rtos_loader osprey_rtos_platform_checks"
   fi
   local build_targets=()
   read -r -a build_targets <<< "$what"
@@ -109,7 +121,8 @@ build_target() {
   # images when the build was given a model (OSPREY_MODEL_DIR).
   local image elf budget
   for image in osprey_bare_metal_firmware osprey_bare_metal_embed \
-      osprey_bare_metal_model_elf osprey_bare_metal_model_static; do
+      osprey_bare_metal_model_elf osprey_bare_metal_model_static \
+      osprey_rtos_platform_checks osprey_rtos_loader; do
     elf="$dir/bin/$image.elf"
     [[ -f "$elf" ]] || continue
     [[ " $what " == *" all "* || " $what " == *" $image "* ]] || continue
@@ -126,7 +139,9 @@ build_target() {
     fi
   done
   if ((run)); then
-    bash "$root/scripts/qemu/run_firmware.sh" "$target" "$dir/bin/osprey_bare_metal_firmware.elf"
+    local run_image=osprey_bare_metal_firmware
+    [[ "$target" == *-freertos ]] && run_image=osprey_rtos_platform_checks
+    bash "$root/scripts/qemu/run_firmware.sh" "$target" "$dir/bin/$run_image.elf"
   fi
 }
 

@@ -3,11 +3,10 @@
 // Exit code: the number of failed checks (0: all passed).
 #include <stdio.h>
 
+#include "FreeRTOS.h"
 #include "runtime/base/allocator.h"
 #include "runtime/base/platform/platform_checks.h"
 #include "samples/rtos_loader/board/rtos_board.h"
-
-#include "FreeRTOS.h"
 
 extern "C" int osprey_rtos_main(int, char**) {
   vPortFree(pvPortMalloc(1));  // heap_4 sets itself up on first use.

@@ -4,7 +4,8 @@
 #
 #   scripts/qemu/run_firmware.sh TARGET ELF [ARG...]
 #
-#   TARGET  cortex-m4 (mps2-an386), cortex-m55 (mps3-an547), riscv32 (virt)
+#   TARGET  cortex-m4 (mps2-an386), cortex-m55 (mps3-an547), riscv32 (virt);
+#           cortex-m4-freertos and riscv32-freertos run on the same boards
 #   ARG     passed to the image's main() as its command line
 #
 #   OSPREY_QEMU_TIMEOUT  seconds before the run counts as hung (default 60)
@@ -25,9 +26,9 @@ elf="$2"
 shift 2
 
 case "$target" in
-  cortex-m4) qemu=(qemu-system-arm -M mps2-an386 -cpu cortex-m4) ;;
+  cortex-m4|cortex-m4-freertos) qemu=(qemu-system-arm -M mps2-an386 -cpu cortex-m4) ;;
   cortex-m55) qemu=(qemu-system-arm -M mps3-an547) ;;
-  riscv32) qemu=(qemu-system-riscv32 -M virt -bios none) ;;
+  riscv32|riscv32-freertos) qemu=(qemu-system-riscv32 -M virt -bios none) ;;
   *) echo "run_firmware.sh: unknown target '$target'" >&2; exit 2 ;;
 esac
 if [[ ! -f "$elf" ]]; then
@@ -59,7 +60,7 @@ if [[ "${OSPREY_QEMU_COUNT_INSNS:-0}" == "1" ]]; then
   rc=$?
   set -e
   case "$target" in
-    riscv32) nm=riscv64-unknown-elf-nm ;;
+    riscv32*) nm=riscv64-unknown-elf-nm ;;
     *) nm=arm-none-eabi-nm ;;
   esac
   json=()
