@@ -90,15 +90,18 @@ void CheckMutex(Checker& c, const PlatformCheckOptions& options) {
   counter.rounds = 200;
   Thread threads[3];
   for (Thread& thread : threads) {
-    Status started = thread.Start(Options(options, "count"), [](void* arg) {
-      auto* counter = static_cast<Counter*>(arg);
-      for (int i = 0; i < counter->rounds; ++i) {
-        MutexLock lock(counter->mutex);
-        int seen = counter->value;
-        YieldProcessor();
-        counter->value = seen + 1;
-      }
-    }, &counter);
+    Status started = thread.Start(
+        Options(options, "count"),
+        [](void* arg) {
+          auto* counter = static_cast<Counter*>(arg);
+          for (int i = 0; i < counter->rounds; ++i) {
+            MutexLock lock(counter->mutex);
+            int seen = counter->value;
+            YieldProcessor();
+            counter->value = seen + 1;
+          }
+        },
+        &counter);
     EXPECT(c, started.ok());
   }
   for (Thread& thread : threads) thread.Join();
@@ -155,9 +158,9 @@ void CheckPingPong(Checker& c, const PlatformCheckOptions& options) {
   PingPong p;
   p.rounds = 50;
   Thread other;
-  Status started = other.Start(Options(options, "pong"),
-                               [](void* arg) { PingPongSide(static_cast<PingPong*>(arg), 1); },
-                               &p);
+  Status started = other.Start(
+      Options(options, "pong"), [](void* arg) { PingPongSide(static_cast<PingPong*>(arg), 1); },
+      &p);
   EXPECT(c, started.ok());
   if (started.ok()) PingPongSide(&p, 0);
   other.Join();
@@ -203,8 +206,8 @@ void CheckNotify(Checker& c, const PlatformCheckOptions& options) {
   {
     Gate gate;
     Thread threads[3];
-    for (Thread& thread : threads) EXPECT(c, thread.Start(Options(options, "gate"), &GateWaiter,
-                                                          &gate).ok());
+    for (Thread& thread : threads)
+      EXPECT(c, thread.Start(Options(options, "gate"), &GateWaiter, &gate).ok());
     {
       MutexLock lock(gate.mutex);
       EXPECT(c, WaitFor(gate, 3, 0));
@@ -220,8 +223,8 @@ void CheckNotify(Checker& c, const PlatformCheckOptions& options) {
     Gate gate;
     gate.use_tokens = true;
     Thread threads[2];
-    for (Thread& thread : threads) EXPECT(c, thread.Start(Options(options, "token"), &GateWaiter,
-                                                          &gate).ok());
+    for (Thread& thread : threads)
+      EXPECT(c, thread.Start(Options(options, "token"), &GateWaiter, &gate).ok());
     {
       MutexLock lock(gate.mutex);
       EXPECT(c, WaitFor(gate, 2, 0));
@@ -250,14 +253,15 @@ void CheckBlockingWait(Checker& c, const PlatformCheckOptions& options) {
   Thread waker;
   {
     MutexLock lock(wake.mutex);
-    Status started = waker.Start(Options(options, "waker", options.lower_priority),
-                                 [](void* arg) {
-                                   auto* wake = static_cast<Wake*>(arg);
-                                   MutexLock lock(wake->mutex);
-                                   wake->done = true;
-                                   wake->cv.NotifyAll();
-                                 },
-                                 &wake);
+    Status started = waker.Start(
+        Options(options, "waker", options.lower_priority),
+        [](void* arg) {
+          auto* wake = static_cast<Wake*>(arg);
+          MutexLock lock(wake->mutex);
+          wake->done = true;
+          wake->cv.NotifyAll();
+        },
+        &wake);
     EXPECT(c, started.ok());
     int64_t deadline = DeadlineFromTimeout(kHangNanos);
     while (started.ok() && !wake.done) {
@@ -342,22 +346,28 @@ void CheckThreads(Checker& c, const PlatformCheckOptions& options) {
   for (int i = 0; i < 2; ++i) {
     ThreadOptions thread_options = Options(options, "local");
     thread_options.stack_size = 12 * 1024;
-    EXPECT(c, threads[i].Start(thread_options, [](void* arg) {
-      auto* local = static_cast<Local*>(arg);
-      local->seen_before = t_value;  // A new thread starts with its own copy.
-      t_value = 100 + int(reinterpret_cast<uintptr_t>(arg) & 0xff);
-      // Touch 4 KiB of the stack.
-      volatile uint8_t buffer[4096];
-      for (size_t j = 0; j < sizeof(buffer); ++j) buffer[j] = uint8_t(j);
-      uint32_t sum = 0;
-      for (size_t j = 0; j < sizeof(buffer); ++j) sum += buffer[j];
-      local->stack_sum = sum;
-      YieldProcessor();
-      local->seen_after = t_value;
-    }, &locals[i]).ok());
+    EXPECT(c, threads[i]
+                  .Start(
+                      thread_options,
+                      [](void* arg) {
+                        auto* local = static_cast<Local*>(arg);
+                        local->seen_before = t_value;  // A new thread starts with its own copy.
+                        t_value = 100 + int(reinterpret_cast<uintptr_t>(arg) & 0xff);
+                        // Touch 4 KiB of the stack.
+                        volatile uint8_t buffer[4096];
+                        for (size_t j = 0; j < sizeof(buffer); ++j) buffer[j] = uint8_t(j);
+                        uint32_t sum = 0;
+                        for (size_t j = 0; j < sizeof(buffer); ++j) sum += buffer[j];
+                        local->stack_sum = sum;
+                        YieldProcessor();
+                        local->seen_after = t_value;
+                      },
+                      &locals[i])
+                  .ok());
     EXPECT(c, threads[i].joinable());
   }
-  Status again = threads[0].Start(Options(options, "again"), [](void*) {}, nullptr);
+  Status again = threads[0].Start(
+      Options(options, "again"), [](void*) {}, nullptr);
   EXPECT(c, again.code() == StatusCode::kFailedPrecondition);
   for (Thread& thread : threads) {
     thread.Join();
@@ -366,8 +376,7 @@ void CheckThreads(Checker& c, const PlatformCheckOptions& options) {
   }
   for (int i = 0; i < 2; ++i) {
     EXPECT(c, locals[i].seen_before == 0);
-    EXPECT(c, locals[i].seen_after ==
-                  100 + int(reinterpret_cast<uintptr_t>(&locals[i]) & 0xff));
+    EXPECT(c, locals[i].seen_after == 100 + int(reinterpret_cast<uintptr_t>(&locals[i]) & 0xff));
     EXPECT(c, locals[i].stack_sum == 16u * (255u * 256u / 2u));  // 16 runs of 0..255.
   }
   EXPECT(c, t_value == 7);
@@ -375,11 +384,15 @@ void CheckThreads(Checker& c, const PlatformCheckOptions& options) {
   int ran = 0;
   {
     Thread reused;
-    EXPECT(c, reused.Start(Options(options, "once"), [](void* arg) { ++*static_cast<int*>(arg); },
-                           &ran).ok());
+    EXPECT(c, reused
+                  .Start(
+                      Options(options, "once"), [](void* arg) { ++*static_cast<int*>(arg); }, &ran)
+                  .ok());
     reused.Join();
-    EXPECT(c, reused.Start(Options(options, "twice"), [](void* arg) { ++*static_cast<int*>(arg); },
-                           &ran).ok());
+    EXPECT(c, reused
+                  .Start(
+                      Options(options, "twice"), [](void* arg) { ++*static_cast<int*>(arg); }, &ran)
+                  .ok());
   }
   EXPECT(c, ran == 2);
 }
@@ -396,7 +409,8 @@ int RunPlatformChecks(const PlatformCheckOptions& options) {
       {"time", [](Checker& c, const PlatformCheckOptions&) { CheckTime(c); }},
       {"memory", [](Checker& c, const PlatformCheckOptions&) { CheckMemory(c); }},
       {"mutex", &CheckMutex},
-      {"condition timeout", [](Checker& c, const PlatformCheckOptions&) { CheckConditionTimeout(c); }},
+      {"condition timeout",
+       [](Checker& c, const PlatformCheckOptions&) { CheckConditionTimeout(c); }},
       {"condition ping-pong", &CheckPingPong},
       {"notify", &CheckNotify},
       {"blocking wait", &CheckBlockingWait},

@@ -21,8 +21,8 @@
 #endif
 #if !INCLUDE_vTaskSuspend || !INCLUDE_vTaskDelete || !INCLUDE_vTaskDelay || \
     !INCLUDE_xTaskGetCurrentTaskHandle || !INCLUDE_uxTaskPriorityGet
-#error "the Osprey FreeRTOS port needs INCLUDE_vTaskSuspend, INCLUDE_vTaskDelete, " \
-       "INCLUDE_vTaskDelay, INCLUDE_xTaskGetCurrentTaskHandle and INCLUDE_uxTaskPriorityGet"
+// Also listed in docs/porting.md.
+#error "the Osprey FreeRTOS port needs the INCLUDE_ options checked here"
 #endif
 #if defined(configNUMBER_OF_CORES) && configNUMBER_OF_CORES != 1
 // Join deletes a finished task and frees its stack at once, which is only
@@ -36,10 +36,9 @@
 #ifndef OSPREY_FREERTOS_NOTIFY_INDEX
 #define OSPREY_FREERTOS_NOTIFY_INDEX (configTASK_NOTIFICATION_ARRAY_ENTRIES - 1)
 #endif
-#if OSPREY_FREERTOS_NOTIFY_INDEX < 1 || OSPREY_FREERTOS_NOTIFY_INDEX >= \
-    configTASK_NOTIFICATION_ARRAY_ENTRIES
-#error "OSPREY_FREERTOS_NOTIFY_INDEX must be in [1, configTASK_NOTIFICATION_ARRAY_ENTRIES): " \
-       "set configTASK_NOTIFICATION_ARRAY_ENTRIES to 2 or more"
+#if OSPREY_FREERTOS_NOTIFY_INDEX < 1 || \
+    OSPREY_FREERTOS_NOTIFY_INDEX >= configTASK_NOTIFICATION_ARRAY_ENTRIES
+#error "set configTASK_NOTIFICATION_ARRAY_ENTRIES to 2 or more (OSPREY_FREERTOS_NOTIFY_INDEX)"
 #endif
 
 // Stack of threads started without ThreadOptions::stack_size, in bytes.
@@ -251,8 +250,8 @@ Thread::~Thread() { Join(); }
 
 Status Thread::Start(const ThreadOptions& options, EntryFn entry, void* arg) {
   if (started_) return FailedPreconditionError("thread already started");
-  UBaseType_t priority = options.priority < 0 ? uxTaskPriorityGet(nullptr)
-                                              : UBaseType_t(options.priority);
+  UBaseType_t priority =
+      options.priority < 0 ? uxTaskPriorityGet(nullptr) : UBaseType_t(options.priority);
   if (priority >= UBaseType_t(configMAX_PRIORITIES)) {
     return InvalidArgumentError("thread priority %d is not below configMAX_PRIORITIES (%d)",
                                 int(options.priority), int(configMAX_PRIORITIES));
