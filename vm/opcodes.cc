@@ -5,7 +5,7 @@ namespace osprey::vm {
 
 namespace {
 constexpr OpcodeInfo kOpcodeTable[] = {
-#define OSPREY_VM_OPCODE_INFO_(name, mnemonic, operands, flags) {mnemonic, operands, flags},
+#define OSPREY_VM_OPCODE_INFO_(name, mnemonic, operands, flags) {operands, flags},
     OSPREY_VM_OPCODES(OSPREY_VM_OPCODE_INFO_)
 #undef OSPREY_VM_OPCODE_INFO_
 };
@@ -17,6 +17,7 @@ const OpcodeInfo* GetOpcodeInfo(uint8_t opcode) {
   if (opcode >= uint8_t(Opcode::kCount)) return nullptr;
   return &kOpcodeTable[opcode];
 }
+
 
 bool BankFromChar(char c, Bank* out_bank) {
   switch (c) {

@@ -241,13 +241,20 @@ enum class Opcode : uint8_t {
 };
 
 struct OpcodeInfo {
-  const char* mnemonic;
-  const char* operands;  // Operand kinds, see the top of this file.
+  // Operand kinds (see the top of this file), NUL-terminated. Stored in
+  // the entry, not as a string literal, so that the string section holding
+  // the mnemonics is not linked just for them.
+  char operands[7];
   uint8_t flags;
 };
 
 // Returns the table entry of |opcode|, or null if it is not a valid opcode.
 const OpcodeInfo* GetOpcodeInfo(uint8_t opcode);
+// The mnemonic of |opcode| ("add.i32"), or null if it is not a valid
+// opcode. A table and source file of its own (opcode_mnemonics.cc): images
+// that never print or parse bytecode, or name it in messages, link
+// neither it nor the names.
+const char* GetOpcodeMnemonic(uint8_t opcode);
 
 // Register banks, in the order used by failure payloads and frame layouts.
 enum class Bank : uint8_t { kI32 = 0, kI64 = 1, kF32 = 2, kF64 = 3, kRef = 4 };

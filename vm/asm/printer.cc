@@ -246,7 +246,7 @@ class Printer {
 
   void Instruction(const uint8_t* pc) {
     const OpcodeInfo* info = GetOpcodeInfo(*pc);
-    AppendF(&out_, "  %s", info->mnemonic);
+    AppendF(&out_, "  %s", GetOpcodeMnemonic(*pc));
     const uint8_t* p = pc + 1;
     bool first = true;
     for (const char* k = info->operands; *k; ++k) {
