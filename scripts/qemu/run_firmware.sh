@@ -15,6 +15,11 @@
 #                        takes ~75 bytes of /tmp per instruction)
 #   OSPREY_QEMU_PROFILE_JSON=FILE  with COUNT_INSNS, also write the counts per
 #                        function and per instruction address to FILE
+#   OSPREY_QEMU_ICOUNT=SHIFT  run with -icount shift=SHIFT,sleep=off: guest time
+#                        advances 2^SHIFT ns per instruction instead of with the
+#                        host clock, so timer interrupts (an RTOS tick) come
+#                        after the same instructions however fast the host or
+#                        the tracing runs (5: about 31 MHz, like a Cortex-M4)
 set -euo pipefail
 
 if (($# < 2)); then
@@ -43,6 +48,9 @@ if (($# > 0)); then
   for a in "$@"; do semihosting+=",arg=$a"; done
 fi
 qemu+=(-nographic -monitor none -semihosting-config "$semihosting" -kernel "$elf")
+if [[ -n "${OSPREY_QEMU_ICOUNT:-}" ]]; then
+  qemu+=(-icount "shift=$OSPREY_QEMU_ICOUNT,sleep=off")
+fi
 
 timeout_s="${OSPREY_QEMU_TIMEOUT:-60}"
 if [[ "${OSPREY_QEMU_COUNT_INSNS:-0}" == "1" ]]; then

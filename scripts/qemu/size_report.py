@@ -9,8 +9,12 @@ largest input sections that come from Osprey libraries, demangled.
 
   size_report.py <map> [--top N] [--cxxfilt TOOL] [--budget BYTES]
 
-With --budget, exits with status 1 if the Osprey libraries' text+data
-exceeds BYTES.
+After the table per library it prints the Osprey runtime per component
+(the VM's interpreter apart from its loader and bytecode verifier, the
+static loader and the executable library ABI apart from the rest of
+hal/local, ...). With --budget, exits with status 1 if the Osprey
+libraries' text+data (code, read-only data and initialized data: what
+goes to flash) exceeds BYTES.
 """
 import argparse
 import collections
@@ -75,6 +79,54 @@ def parse(map_path):
       pending_name = None
 
 
+# Osprey runtime components: (label, archive, object names or None for the
+# rest of the archive). The first match wins.
+COMPONENTS = [
+    ("VM interpreter", "libosprey_vm.a", {"interpreter.cc"}),
+    ("VM module loader + bytecode verifier", "libosprey_vm.a",
+     {"bytecode_module.cc", "verifier.cc", "opcodes.cc", "opcode_mnemonics.cc", "signature.cc"}),
+    ("VM contexts, lists, buffers", "libosprey_vm.a", None),
+    ("HAL module (VM natives)", "libosprey_modules_hal.a", None),
+    ("HAL (buffers, command buffers, validation)", "libosprey_hal.a", None),
+    ("static loader + executable library ABI", "libosprey_hal_local.a",
+     {"static_library_loader.cc", "library_executable.cc", "local_executable_cache.cc",
+      "executable_loader.cc"}),
+    ("static loader + executable library ABI", "libosprey_hal_local_default_loaders.a", None),
+    ("hal/local (recording, dispatch, semaphores)", "libosprey_hal_local.a", None),
+    ("ELF loader", "libosprey_hal_local_loaders_elf.a", None),
+    ("cpu-sync driver", "libosprey_drivers_cpu_sync.a", None),
+    ("cpu-task driver + task executor", "libosprey_drivers_cpu_task.a", None),
+    ("cpu-task driver + task executor", "libosprey_task.a", None),
+    ("embedding API + driver registry", "libosprey_embed.a", None),
+    ("embedding API + driver registry", "libosprey_drivers.a", None),
+    ("embedding API + driver registry", "libosprey_drivers_null.a", None),
+    ("simulated NPU driver", "libosprey_drivers_npu.a", None),
+    ("simulated NPU driver", "libosprey_drivers_npu_sim.a", None),
+    ("base (status, allocators, platform)", "libosprey_base.a", None),
+    ("platform checks", "libosprey_platform_checks.a", None),
+]
+
+
+# Libraries the build makes from third-party sources: not Osprey's part.
+THIRD_PARTY = {"libosprey_freertos_kernel.a"}
+
+
+def is_osprey(group):
+  return group.startswith("libosprey_") and group not in THIRD_PARTY
+
+
+def osprey_component(path):
+  """The component label of an input file from an Osprey library, or None."""
+  m = re.search(r"([^/]+\.a)\(([^)]+?)(\.obj|\.o)?\)", path)
+  if not m or not is_osprey(m.group(1)):
+    return None
+  archive, obj = m.group(1), m.group(2)
+  for label, lib, objects in COMPONENTS:
+    if lib == archive and (objects is None or obj in objects):
+      return label
+  return archive
+
+
 def kind(out_section):
   if out_section in BSS_SECTIONS:
     return "bss"
@@ -104,11 +156,15 @@ def main():
   args = parser.parse_args()
 
   totals = collections.defaultdict(lambda: collections.Counter())
+  components = collections.defaultdict(lambda: collections.Counter())
   osprey_sections = []
   for out_section, name, size, path in parse(args.map):
     group = component(path)
     totals[group][kind(out_section)] += size
-    if group.startswith("libosprey_") and kind(out_section) != "bss":
+    label = osprey_component(path)
+    if label:
+      components[label][kind(out_section)] += size
+    if is_osprey(group) and kind(out_section) != "bss":
       osprey_sections.append((size, name, group))
 
   def row(label, c):
@@ -120,11 +176,15 @@ def main():
   for group in sorted(totals, key=lambda g: -(totals[g]["text"] + totals[g]["data"])):
     print(row(group, totals[group]))
     everything.update(totals[group])
-    if group.startswith("libosprey_"):
+    if is_osprey(group):
       osprey.update(totals[group])
   print(row("total", everything))
   print(row("osprey runtime libraries", osprey))
   print(f"osprey runtime code size (text+data): {osprey['text'] + osprey['data']} bytes")
+  print(f"  {'osprey runtime by component':<44} {'text+data':>9}")
+  for label in sorted(components, key=lambda g: -(components[g]["text"] + components[g]["data"])):
+    c = components[label]
+    print(f"  {label:<44} {c['text'] + c['data']:>9}")
   strings = sum(size for size, name, _ in osprey_sections if re.search(r"\.str\d", name))
   print(f"  of which string literals (messages, names): {strings} bytes")
   runtime_bytes = osprey["text"] + osprey["data"]
