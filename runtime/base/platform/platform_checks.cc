@@ -73,7 +73,6 @@ void CheckMemory(Checker& c) {
   EXPECT(c, empty != nullptr);
   FreeMemory(empty);
   FreeMemory(nullptr);
-  EXPECT(c, AllocateMemory(SIZE_MAX - 64, 16) == nullptr);
 }
 
 // Threads increment a counter with a yield between the read and the write:
