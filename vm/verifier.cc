@@ -32,7 +32,8 @@ class FunctionVerifier {
       inst_ = pos_;
       if (!check_targets_) starts_[pos_ / 8] |= uint8_t(1u << (pos_ % 8));
       uint8_t opcode = code_[pos_++];
-      const OpcodeInfo* info = GetOpcodeInfo(opcode);
+      OpcodeInfo entry;
+      const OpcodeInfo* info = GetOpcodeInfo(opcode, &entry);
       if (!info) return Error("unknown opcode 0x%02x", unsigned(opcode));
       opcode_ = opcode;
       for (const char* k = info->operands; *k; ++k) {

@@ -637,7 +637,8 @@ class Parser {
       if (mnemonic->text == GetOpcodeMnemonic(uint8_t(op))) opcode = Opcode(op);
     }
     if (!opcode) return cur.Error("unknown mnemonic '%s'", mnemonic->text.c_str());
-    const OpcodeInfo* info = GetOpcodeInfo(uint8_t(*opcode));
+    OpcodeInfo entry;
+    const OpcodeInfo* info = GetOpcodeInfo(uint8_t(*opcode), &entry);
     BytecodeWriter operands;  // Operand bytes; branch targets go straight to s.writer.
     std::vector<std::pair<size_t, BytecodeWriter::Label>> targets;
     bool first = true;
