@@ -15,6 +15,14 @@ static loader and the executable library ABI apart from the rest of
 hal/local, ...). With --budget, exits with status 1 if the Osprey
 libraries' text+data (code, read-only data and initialized data: what
 goes to flash) exceeds BYTES.
+
+In a link-time optimized image (the size profile on a cross build) the
+runtime libraries reach the linker as link-time partitions
+(<tmp>.ltrans<N>.ltrans.o); the samples and third-party libraries do not,
+so the partitions are Osprey's part. Their components come from the symbol
+each section is named after (inlined code counts where it was inlined), and
+sections no symbol names (merged string and constant pools) are listed
+apart, still as Osprey's.
 """
 import argparse
 import collections
@@ -40,6 +48,8 @@ def component(path):
   if "/CMakeFiles/" in path or path.startswith("CMakeFiles/"):
     return "application objects"
   base = path.rsplit("/", 1)[-1]
+  if LTO_PARTITION.search(base):
+    return LTO_GROUP
   if base.startswith("crt"):
     return "crt0/crtbegin/crtend"
   return base
@@ -107,12 +117,38 @@ COMPONENTS = [
 ]
 
 
+# Components of link-time partitions, by demangled symbol name (the same
+# labels as COMPONENTS). The first match wins.
+SYMBOL_COMPONENTS = [(label, re.compile(pattern)) for label, pattern in [
+    ("VM module loader + bytecode verifier",
+     r"^(flatbuffers::|osprey::vm::(BytecodeModule|schema::|ParseSignature|GetOpcode|"
+     r"BankFromChar|(\(anonymous namespace\)::)?(\w*Verifier|kOpcodeTable)))"),
+    ("VM interpreter", r"^osprey::vm::(Interpreter|\(anonymous namespace\)::)"),
+    ("VM contexts, lists, buffers", r"^osprey::vm::"),
+    ("HAL module (VM natives)", r"^osprey::modules::hal::"),
+    ("ELF loader", r"^osprey::hal::local::loaders::elf::"),
+    ("static loader + executable library ABI",
+     r"^osprey::hal::local::(StaticLibrary|LibraryExecutable|LocalExecutableCache|"
+     r"ExecutableLoader|DefaultLoader)"),
+    ("hal/local (recording, dispatch, semaphores)", r"^osprey::hal::local::"),
+    ("HAL (buffers, command buffers, validation)", r"^osprey::hal::"),
+    ("cpu-sync driver", r"^osprey::drivers::cpu_sync::"),
+    ("cpu-task driver + task executor", r"^osprey::(drivers::cpu_task|task)::"),
+    ("embedding API + driver registry", r"^(osprey::(embed|drivers)::|osprey_)"),
+    ("platform checks", r"^osprey::platform::(\(anonymous namespace\)::Check|RunPlatformChecks)"),
+    ("base (status, allocators, platform)", r"^osprey::"),
+]]
+UNNAMED = "unnamed sections (merged strings, constants)"
+
 # Libraries the build makes from third-party sources: not Osprey's part.
 THIRD_PARTY = {"libosprey_freertos_kernel.a"}
+# A link-time partition of the LTO-compiled runtime libraries.
+LTO_PARTITION = re.compile(r"\.ltrans\d+\.ltrans\.o$")
+LTO_GROUP = "osprey runtime (link-time partitions)"
 
 
 def is_osprey(group):
-  return group.startswith("libosprey_") and group not in THIRD_PARTY
+  return (group.startswith("libosprey_") and group not in THIRD_PARTY) or group == LTO_GROUP
 
 
 def osprey_component(path):
@@ -125,6 +161,33 @@ def osprey_component(path):
     if lib == archive and (objects is None or obj in objects):
       return label
   return archive
+
+
+# -ffunction-sections names each section after its symbol.
+SYMBOL_PREFIX = re.compile(r"^\.(text|rodata|data|data\.rel\.ro|sdata|srodata|bss|sbss|tbss)"
+                           r"(\.unlikely|\.hot|\.startup)?\.(?=_Z|[A-Za-z_])")
+
+
+def section_symbol(name):
+  """The symbol a section is named after, or the section name if none."""
+  symbol = re.sub(r"\.lto_priv\.\d+$", "", SYMBOL_PREFIX.sub("", name))
+  # Merged string/constant pools and plain sections keep their name.
+  if symbol == name or re.match(r"^(str|cst)\d", symbol):
+    return name
+  return symbol
+
+
+def symbol_component(symbol):
+  """The component label of a demangled symbol from a link-time partition."""
+  if symbol.startswith("."):
+    return UNNAMED
+  # Name the class of vtables and thunks, and drop a template's return type.
+  symbol = re.sub(r"^((construction )?vtable for |(non-)?virtual thunk to |VTT for )", "", symbol)
+  symbol = re.sub(r"^[\w:<>, *&]+? (?=(osprey|flatbuffers)::)", "", symbol)
+  for label, pattern in SYMBOL_COMPONENTS:
+    if pattern.search(symbol):
+      return label
+  return "other symbols"
 
 
 def kind(out_section):
@@ -158,14 +221,21 @@ def main():
   totals = collections.defaultdict(lambda: collections.Counter())
   components = collections.defaultdict(lambda: collections.Counter())
   osprey_sections = []
+  lto_sections = []
   for out_section, name, size, path in parse(args.map):
     group = component(path)
     totals[group][kind(out_section)] += size
     label = osprey_component(path)
     if label:
       components[label][kind(out_section)] += size
+    elif group == LTO_GROUP:
+      lto_sections.append((out_section, name, size))
     if is_osprey(group) and kind(out_section) != "bss":
       osprey_sections.append((size, name, group))
+  if lto_sections:
+    symbols = demangle([section_symbol(name) for _, name, _ in lto_sections], args.cxxfilt)
+    for (out_section, _, size), symbol in zip(lto_sections, symbols):
+      components[symbol_component(symbol)][kind(out_section)] += size
 
   def row(label, c):
     return f"  {label:<38} {c['text']:>8} {c['data']:>6} {c['bss']:>8}"
@@ -196,15 +266,7 @@ def main():
   if args.top > 0 and osprey_sections:
     osprey_sections.sort(reverse=True)
     top = osprey_sections[:args.top]
-    # -ffunction-sections names each section after its symbol.
-    prefix = re.compile(r"^\.(text|rodata|data|data\.rel\.ro|sdata|srodata)"
-                        r"(\.unlikely|\.hot|\.startup)?\.(?=_Z|[A-Za-z_])")
-    symbols = []
-    for _, name, _ in top:
-      symbol = prefix.sub("", name)
-      # Merged string/constant pools keep their section name.
-      symbols.append(name if re.match(r"^(str|cst)\d", symbol) else symbol)
-    pretty = demangle(symbols, args.cxxfilt)
+    pretty = demangle([section_symbol(name) for _, name, _ in top], args.cxxfilt)
     print(f"largest osprey sections (of {len(osprey_sections)}):")
     for (size, name, group), symbol in zip(top, pretty):
       print(f"  {size:>6}  {group:<22} {symbol}")
