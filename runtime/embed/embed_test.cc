@@ -172,8 +172,9 @@ func @main() -> () regs() export {
   vm::AlignedBytes foreign_bytes(*foreign);
   Status status = session_.LoadModuleMemory(foreign_bytes.data(), foreign_bytes.size());
   EXPECT_EQ(status.code(), OSPREY_STATUS_UNIMPLEMENTED);
-  EXPECT_THAT(status.message(), HasSubstr("device 'cpu-sync' can run none of the 1 executable(s) "
-                                          "of module 'foreign' (formats: elf-notacpu)"));
+  EXPECT_THAT(status.message(),
+              HasSubstr("no device of the session (1, the first 'cpu-sync') can run any of the 1 "
+                        "executable(s) of module 'foreign' (formats: elf-notacpu)"));
   Function main_fn;
   EXPECT_EQ(session_.LookupFunction("foreign.main", &main_fn).code(),
             OSPREY_STATUS_FAILED_PRECONDITION);
