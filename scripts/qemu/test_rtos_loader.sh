@@ -85,7 +85,10 @@ sections = re.split(r"^\[beat \d+\] ", text, flags=re.M)[1:]
 expected = [
     ("model", ds_cnn), ("refuse", r"truncated: received \d+ of \d+ module bytes"),
     ("refuse", r"fails its CRC-32 check"),
-    ("refuse", r"DATA_LOSS: module file is truncated|is outside the \d+-byte file"),
+    # The whole-file digest is checked first: a truncated module is a
+    # digest mismatch before its FlatBuffer is read.
+    ("refuse", r"DATA_LOSS: module file is truncated|is outside the \d+-byte file|"
+     r"DATA_LOSS: module digest mismatch: the file records [0-9a-f]+ but its \d+ bytes digest"),
     ("refuse", r"DATA_LOSS: module FlatBuffer failed structural verification"),
     ("refuse", r"UNIMPLEMENTED: no device of the session \(1, the first 'cpu-(task|sync)'\) "
      r"can run any of the 1 executable"),
