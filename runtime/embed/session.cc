@@ -105,7 +105,8 @@ Status CheckExecutablesRunnable(osprey_session_t* session, const vm::BytecodeMod
   }
   return osprey::UnimplementedError(
       "no device of the session (%zu, the first '%s') can run any of the %u executable(s) of "
-      "module '%s' (formats: %s); the module was compiled for another target",
+      "module '%s' (formats: %s); it was compiled for another target or needs a device the "
+      "session does not have",
       session->device_count, session->device->device->id(), unsigned(count), module.name(),
       formats);
 }
