@@ -49,6 +49,15 @@ class Device : public Resource {
   // driver documents its keys). NOT_FOUND for keys the device does not
   // know (the default for every key). Thread-safe.
   virtual StatusOr<int64_t> QueryI64(const char* key);
+
+  // Waits for work already submitted to retire (a semaphore a submission
+  // signals may be reached while the device still holds the submission's
+  // resources), then frees memory the device keeps for reuse (e.g.
+  // cpu-task's pool of submission records and their scratch), so an
+  // application that unloaded a model gets the model's share back. Do not
+  // call it while submitted work waits on semaphores nobody will signal.
+  // Later work allocates again. The default keeps nothing: OK at once.
+  virtual Status Trim() { return OkStatus(); }
 };
 
 // A key=value option passed at device creation (e.g. "task_workers=2").

@@ -68,9 +68,14 @@ OSPREY_ATTRIBUTE_NOINLINE OSPREY_ATTRIBUTE_COLD Status StackOverflow(Context* co
 }
 
 // Builds the error of fail / check.*: |payload| points at the status code.
+// Codes-only builds keep the code and skip formatting the message.
 OSPREY_ATTRIBUTE_NOINLINE OSPREY_ATTRIBUTE_COLD Status MakeFailure(const uint8_t* payload,
                                                                     const Regs& regs) {
   StatusCode code = StatusCode(payload[0]);
+#if !OSPREY_STATUS_MESSAGES
+  (void)regs;
+  return Status(code);
+#else
   uint16_t length = ReadU16(payload + 1);
   const char* message = reinterpret_cast<const char*>(payload + 3);
   const uint8_t* args = payload + 3 + length;
@@ -115,6 +120,7 @@ OSPREY_ATTRIBUTE_NOINLINE OSPREY_ATTRIBUTE_COLD Status MakeFailure(const uint8_t
   }
   text[n] = 0;
   return Status(code, "%s", text);
+#endif
 }
 
 // Bytes of a failure payload (code, message, arguments).

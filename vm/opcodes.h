@@ -241,13 +241,21 @@ enum class Opcode : uint8_t {
 };
 
 struct OpcodeInfo {
-  const char* mnemonic;
-  const char* operands;  // Operand kinds, see the top of this file.
+  // Operand kinds (see the top of this file), NUL-terminated.
+  char operands[7];
   uint8_t flags;
 };
 
-// Returns the table entry of |opcode|, or null if it is not a valid opcode.
-const OpcodeInfo* GetOpcodeInfo(uint8_t opcode);
+// Decodes the table entry of |opcode| into |*out_info| and returns it, or
+// returns null if |opcode| is not a valid opcode. The table holds each
+// entry in 4 bytes (5 bits per operand kind), not as strings, so that
+// neither a string section nor 8 bytes per opcode are linked for it.
+const OpcodeInfo* GetOpcodeInfo(uint8_t opcode, OpcodeInfo* out_info);
+// The mnemonic of |opcode| ("add.i32"), or null if it is not a valid
+// opcode. A table and source file of its own (opcode_mnemonics.cc): images
+// that never print or parse bytecode, or name it in messages, link
+// neither it nor the names.
+const char* GetOpcodeMnemonic(uint8_t opcode);
 
 // Register banks, in the order used by failure payloads and frame layouts.
 enum class Bank : uint8_t { kI32 = 0, kI64 = 1, kF32 = 2, kF64 = 3, kRef = 4 };

@@ -32,9 +32,10 @@ class FunctionVerifier {
       inst_ = pos_;
       if (!check_targets_) starts_[pos_ / 8] |= uint8_t(1u << (pos_ % 8));
       uint8_t opcode = code_[pos_++];
-      const OpcodeInfo* info = GetOpcodeInfo(opcode);
+      OpcodeInfo entry;
+      const OpcodeInfo* info = GetOpcodeInfo(opcode, &entry);
       if (!info) return Error("unknown opcode 0x%02x", unsigned(opcode));
-      mnemonic_ = info->mnemonic;
+      opcode_ = opcode;
       for (const char* k = info->operands; *k; ++k) {
         OSPREY_RETURN_IF_ERROR(Operand(*k));
       }
@@ -42,7 +43,7 @@ class FunctionVerifier {
     }
     if (length_ == 0) {
       inst_ = 0;
-      mnemonic_ = "";
+      opcode_ = -1;
       return Error("function has no code");
     }
     if (!(last_flags & kOpTerminator)) {
@@ -53,13 +54,22 @@ class FunctionVerifier {
   }
 
  private:
+  // The error at the current instruction. Codes-only builds skip the text,
+  // so neither the messages nor the opcode names are linked.
   template <typename... Args>
   Status Error(const char* format, Args... args) {
+#if OSPREY_STATUS_MESSAGES
     char detail[192];
     snprintf(detail, sizeof(detail), format, args...);
+    const char* mnemonic = opcode_ >= 0 ? GetOpcodeMnemonic(uint8_t(opcode_)) : "";
     return InvalidArgumentError("function '%s' at offset 0x%x%s%s%s: %s", fn_.name,
-                                unsigned(inst_), *mnemonic_ ? " (" : "", mnemonic_,
-                                *mnemonic_ ? ")" : "", detail);
+                                unsigned(inst_), *mnemonic ? " (" : "", mnemonic,
+                                *mnemonic ? ")" : "", detail);
+#else
+    (void)format;
+    ((void)args, ...);
+    return Status(StatusCode::kInvalidArgument);
+#endif
   }
 
   Status Need(uint32_t bytes) {
@@ -233,7 +243,7 @@ class FunctionVerifier {
   bool check_targets_ = false;
   uint32_t pos_ = 0;
   uint32_t inst_ = 0;
-  const char* mnemonic_ = "";
+  int opcode_ = -1;  // Of the instruction at inst_; -1 before the first.
 };
 
 }  // namespace

@@ -23,6 +23,12 @@ using hal::local::SemaphoreTimepoint;
 
 namespace {
 
+// Smallest explicit worker stack: the worker loop and a dispatch's frame.
+constexpr uint32_t kMinWorkerStackSize = 4096;
+// Sanity bound on priorities; the platform checks its own range when the
+// workers start.
+constexpr uint32_t kMaxWorkerPriority = 1024;
+
 bool ParseUint32Param(const char* text, uint32_t* out_value) {
   uint64_t value = 0;
   if (!hal::ParseDeviceParamUint64(text, UINT32_MAX, &value)) return false;
@@ -60,10 +66,31 @@ Status ParseDeviceParams(std::span<const hal::DeviceParam> params,
                                     value);
       }
       options->worker_local_memory_size = bytes;
+    } else if (strcmp(key, "task_stack_size") == 0) {
+      uint32_t bytes = 0;
+      if (!ParseUint32Param(value, &bytes) || (bytes != 0 && bytes < kMinWorkerStackSize) ||
+          bytes > (64u << 20)) {
+        return InvalidArgumentError(
+            "task_stack_size='%s' must be 0 (platform default) or a byte count in [%u, 64 MiB]",
+            value, unsigned(kMinWorkerStackSize));
+      }
+      options->worker_stack_size = bytes;
+    } else if (strcmp(key, "task_priority") == 0) {
+      uint32_t priority = 0;
+      if (strcmp(value, "default") == 0) {
+        options->worker_priority = -1;
+      } else if (ParseUint32Param(value, &priority) && priority <= kMaxWorkerPriority) {
+        options->worker_priority = int32_t(priority);
+      } else {
+        return InvalidArgumentError(
+            "task_priority='%s' must be 'default' or a priority in [0, %u] (the platform may "
+            "allow fewer)",
+            value, unsigned(kMaxWorkerPriority));
+      }
     } else {
       return InvalidArgumentError(
           "unknown cpu-task device param '%s' (known: task_workers, task_affinity, "
-          "task_local_memory)",
+          "task_local_memory, task_stack_size, task_priority)",
           key);
     }
   }
@@ -98,6 +125,8 @@ StatusOr<ref_ptr<CpuTaskDevice>> CpuTaskDevice::CreateWithLoaders(
   executor_options.pin_workers = options.pin_workers;
   executor_options.first_processor = options.first_processor;
   executor_options.worker_local_memory_size = options.worker_local_memory_size;
+  executor_options.worker_stack_size = options.worker_stack_size;
+  executor_options.worker_priority = options.worker_priority;
   executor_options.name = "cpu-task";
   OSPREY_ASSIGN_OR_RETURN(device->executor_,
                           task::Executor::Create(executor_options, host_allocator),
@@ -109,6 +138,13 @@ CpuTaskDevice::~CpuTaskDevice() {
   // Cancels and drains in-flight submissions (failing their signal
   // semaphores) before the resources they use go away.
   executor_.reset();
+}
+
+Status CpuTaskDevice::Trim() {
+  OSPREY_RETURN_IF_ERROR(executor_->WaitIdle(platform::kInfiniteFuture),
+                         "waiting for cpu-task work to retire before trimming");
+  executor_->TrimPool();
+  return OkStatus();
 }
 
 StatusOr<ref_ptr<hal::CommandBuffer>> CpuTaskDevice::CreateCommandBuffer(

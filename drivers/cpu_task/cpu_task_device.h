@@ -24,6 +24,12 @@ struct CpuTaskDeviceOptions {
   // Scratch memory per worker for dispatch local memory
   // ("task_local_memory=BYTES").
   uint32_t worker_local_memory_size = 64 * 1024;
+  // Stack of each worker in bytes, 0 for the platform's default
+  // ("task_stack_size=BYTES"); compiled dispatches keep their scratch on it.
+  uint32_t worker_stack_size = 0;
+  // Worker priority on platforms with priorities (FreeRTOS task priority),
+  // -1 for that of the thread creating the device ("task_priority=N").
+  int32_t worker_priority = -1;
   // Libraries for the "static" executable format; borrowed, must outlive
   // the device (null: none).
   const hal::local::StaticLibraryRegistry* static_libraries = nullptr;
@@ -32,8 +38,8 @@ struct CpuTaskDeviceOptions {
   hal::local::ImportTable imports;
 };
 
-// Parses device params (task_workers, task_affinity, task_local_memory)
-// into |options|. INVALID_ARGUMENT naming the key for an unknown key or a
+// Parses device params (task_workers, task_affinity, task_local_memory,
+// task_stack_size, task_priority) into |options|. INVALID_ARGUMENT naming the key for an unknown key or a
 // malformed value.
 Status ParseDeviceParams(std::span<const hal::DeviceParam> params, CpuTaskDeviceOptions* options);
 
@@ -82,6 +88,12 @@ class CpuTaskDevice final : public hal::Device {
   // kAny waits use semaphore timepoints instead of polling.
   Status WaitSemaphores(hal::WaitMode mode, const hal::SemaphoreList& semaphores,
                         int64_t deadline_ns) override;
+
+  // Waits until no submission is in flight (their completions release the
+  // command buffers and semaphores they retained), then frees the
+  // executor's pooled submissions (task records, prepared dispatches:
+  // scratch sized by the largest submissions so far).
+  Status Trim() override;
 
   task::Executor* executor() const { return executor_.get(); }
 

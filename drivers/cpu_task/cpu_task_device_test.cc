@@ -159,6 +159,30 @@ TEST(CpuTaskParamsTest, ParsesKnownParams) {
   hal::DeviceParam none[] = {{"task_affinity", "none"}};
   ASSERT_OK(ParseDeviceParams(none, &options));
   EXPECT_FALSE(options.pin_workers);
+  EXPECT_EQ(options.worker_stack_size, 0u);
+  EXPECT_EQ(options.worker_priority, -1);
+  hal::DeviceParam threads[] = {{"task_stack_size", "20480"}, {"task_priority", "3"}};
+  ASSERT_OK(ParseDeviceParams(threads, &options));
+  EXPECT_EQ(options.worker_stack_size, 20480u);
+  EXPECT_EQ(options.worker_priority, 3);
+  hal::DeviceParam defaults[] = {{"task_stack_size", "0"}, {"task_priority", "default"}};
+  ASSERT_OK(ParseDeviceParams(defaults, &options));
+  EXPECT_EQ(options.worker_stack_size, 0u);
+  EXPECT_EQ(options.worker_priority, -1);
+}
+
+// A device whose workers get an explicit stack and priority starts them
+// (POSIX threads ignore the priority; samples/rtos_loader runs FreeRTOS
+// workers below the submitting task's priority).
+TEST(CpuTaskParamsTest, CreatesDeviceWithStackSizeAndPriority) {
+  hal::DriverRegistry registry;
+  ASSERT_OK(RegisterDriver(registry));
+  hal::DeviceParam params[] = {
+      {"task_workers", "2"}, {"task_stack_size", "262144"}, {"task_priority", "1"}};
+  auto device = registry.CreateDevice("cpu-task", params, Allocator::Default());
+  ASSERT_OK(device.status());
+  auto* cpu_task = static_cast<CpuTaskDevice*>(device->get());
+  EXPECT_EQ(cpu_task->executor()->worker_count(), 2u);
 }
 
 TEST(CpuTaskParamsTest, RejectsUnknownAndMalformedParams) {
@@ -169,7 +193,12 @@ TEST(CpuTaskParamsTest, RejectsUnknownAndMalformedParams) {
                                                               {"task_workers", "65"},
                                                               {"task_workers", ""},
                                                               {"task_affinity", "-1"},
-                                                              {"task_local_memory", "1e6"}}) {
+                                                              {"task_local_memory", "1e6"},
+                                                              {"task_stack_size", "100"},
+                                                              {"task_stack_size", "1M"},
+                                                              {"task_priority", "-1"},
+                                                              {"task_priority", "high"},
+                                                              {"task_priority", "5000"}}) {
     Status status = ParseDeviceParams({&param, 1}, &options);
     EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << param.key << "=" << param.value;
     EXPECT_NE(Str(status).find(param.key), std::string::npos) << Str(status);
@@ -204,6 +233,28 @@ TEST_F(CpuTaskDeviceTest, BarrierOrdersFillBeforeCopy) {
   std::vector<uint32_t> out(1024);
   ASSERT_OK(b->ReadData(0, out.data(), 4096));
   for (uint32_t v : out) ASSERT_EQ(v, pattern);
+}
+
+// Trim gives back the pooled submission records a finished submission
+// left behind; the device keeps working.
+TEST_F(CpuTaskDeviceTest, TrimFreesPooledSubmissions) {
+  auto a = Allocate(4096);
+  const size_t before = allocator_.live();
+  uint32_t pattern = 0x5A5A5A5Au;
+  for (int round = 0; round < 2; ++round) {
+    auto cb = NewCommandBuffer();
+    ASSERT_OK(cb->FillBuffer({a.get(), 0, 4096}, &pattern, 4));
+    ASSERT_OK(cb->End());
+    auto done = NewSemaphore();
+    ASSERT_OK(Submit({}, {}, {cb.get()}, {done.get()}, {1}));
+    ASSERT_OK(done->Wait(1, Deadline(10000)));
+    ASSERT_OK(device_->executor()->WaitIdle(Deadline(10000)));
+    cb = nullptr;
+    done = nullptr;
+    EXPECT_GT(allocator_.live(), before);  // The pooled submission.
+    ASSERT_OK(device_->Trim());
+    EXPECT_EQ(allocator_.live(), before);
+  }
 }
 
 TEST_F(CpuTaskDeviceTest, DispatchRunsEveryWorkgroup) {

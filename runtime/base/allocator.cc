@@ -1,13 +1,10 @@
-// Allocator implementations: default (mimalloc/libc), static arena, counting.
+// Allocator implementations: default (the platform's memory), static arena,
+// counting.
 #include "runtime/base/allocator.h"
-
-#include <stdlib.h>
 
 #include <cstring>
 
-#if defined(OSPREY_HAVE_MIMALLOC)
-#include <mimalloc.h>
-#endif
+#include "runtime/base/platform/platform.h"
 
 namespace osprey {
 
@@ -26,27 +23,14 @@ class SystemAllocator final : public Allocator {
     if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
       return InvalidArgumentError("alignment %zu is not a power of two", alignment);
     }
-    if (size == 0) size = 1;
-#if defined(OSPREY_HAVE_MIMALLOC)
-    void* p = mi_malloc_aligned(size, alignment);
-#else
-    if (alignment < sizeof(void*)) alignment = sizeof(void*);
-    size_t rounded = (size + alignment - 1) & ~(alignment - 1);
-    void* p = aligned_alloc(alignment, rounded);
-#endif
+    void* p = platform::AllocateMemory(size, alignment);
     if (!p) {
       return ResourceExhaustedError("host allocation of %zu bytes failed", size);
     }
     *out_ptr = p;
     return OkStatus();
   }
-  void Free(void* ptr) override {
-#if defined(OSPREY_HAVE_MIMALLOC)
-    mi_free(ptr);
-#else
-    free(ptr);
-#endif
-  }
+  void Free(void* ptr) override { platform::FreeMemory(ptr); }
 };
 
 }  // namespace

@@ -2,8 +2,9 @@
 //
 // Nothing in the runtime calls malloc or operator new on its own: objects
 // are created with the Allocator their creator passes in, and remember it so
-// they free themselves into the same place. Default() is mimalloc on hosted
-// builds that have it (libc otherwise); bare-metal applications hand in a
+// they free themselves into the same place. Default() is the platform
+// layer's memory (platform::AllocateMemory: mimalloc or libc on POSIX, the
+// FreeRTOS heap on FreeRTOS); bare-metal applications hand in a
 // StaticArenaAllocator over memory they reserve.
 #ifndef OSPREY_RUNTIME_BASE_ALLOCATOR_H_
 #define OSPREY_RUNTIME_BASE_ALLOCATOR_H_
@@ -52,8 +53,9 @@ class Allocator {
     Free(object);
   }
 
-  // The process-wide default: mimalloc when built with it, else libc.
-  // Borrowed; lives for the whole program.
+  // The process-wide default over platform::AllocateMemory (mimalloc or
+  // libc on POSIX, the FreeRTOS heap on FreeRTOS). Borrowed; lives for the
+  // whole program.
   static Allocator* Default();
 };
 

@@ -9,9 +9,35 @@
 #define OSPREY_STATUS_MESSAGES 1
 #endif
 
-// 1: the platform has threads (POSIX); 0: bare metal, single-threaded.
+// The platform port (runtime/base/platform/platform.h): exactly one of
+// OSPREY_PLATFORM_POSIX, OSPREY_PLATFORM_NONE, OSPREY_PLATFORM_FREERTOS is 1
+// (the build defines it from -DOSPREY_PLATFORM). Without one, POSIX unless
+// OSPREY_HAVE_THREADS=0 says bare metal.
+#if !defined(OSPREY_PLATFORM_POSIX) && !defined(OSPREY_PLATFORM_NONE) && \
+    !defined(OSPREY_PLATFORM_FREERTOS)
+#if defined(OSPREY_HAVE_THREADS) && !OSPREY_HAVE_THREADS
+#define OSPREY_PLATFORM_NONE 1
+#else
+#define OSPREY_PLATFORM_POSIX 1
+#endif
+#endif
+#ifndef OSPREY_PLATFORM_POSIX
+#define OSPREY_PLATFORM_POSIX 0
+#endif
+#ifndef OSPREY_PLATFORM_NONE
+#define OSPREY_PLATFORM_NONE 0
+#endif
+#ifndef OSPREY_PLATFORM_FREERTOS
+#define OSPREY_PLATFORM_FREERTOS 0
+#endif
+#if OSPREY_PLATFORM_POSIX + OSPREY_PLATFORM_NONE + OSPREY_PLATFORM_FREERTOS != 1
+#error "exactly one OSPREY_PLATFORM_* must be 1"
+#endif
+
+// 1: the platform has threads (POSIX, FreeRTOS); 0: bare metal,
+// single-threaded.
 #ifndef OSPREY_HAVE_THREADS
-#define OSPREY_HAVE_THREADS 1
+#define OSPREY_HAVE_THREADS (!OSPREY_PLATFORM_NONE)
 #endif
 
 #if defined(__GNUC__) || defined(__clang__)

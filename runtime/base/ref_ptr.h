@@ -29,11 +29,10 @@ class RefObject {
   RefObject& operator=(const RefObject&) = delete;
 
   void Retain() const { ref_count_.fetch_add(1, std::memory_order_relaxed); }
-  void Release() const {
-    if (ref_count_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      const_cast<RefObject*>(this)->Destroy();
-    }
-  }
+  // Destroys the object when the last reference goes. Out of line: every
+  // ref_ptr destructor calls it, and inlined (an atomic read-modify-write
+  // loop and a virtual call) it costs far more code than a call.
+  void Release() const;
   uint32_t ref_count() const { return ref_count_.load(std::memory_order_acquire); }
 
   // The allocator this object was created with (null if not from MakeRef).

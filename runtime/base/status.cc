@@ -40,23 +40,14 @@ struct Status::Payload {
   char text[1];
 };
 
-namespace {
-constexpr uintptr_t CodeRep(StatusCode code) {
-  return code == StatusCode::kOk ? 0 : ((uintptr_t(code) << 1) | 1);
-}
-}  // namespace
-
-Status::Status(StatusCode code) : rep_(CodeRep(code)) {}
-
 #if OSPREY_STATUS_MESSAGES
-Status::Status(StatusCode code, const char* format, ...) : rep_(CodeRep(code)) {
+Status::Status(StatusCode code, const char* format, ...) : Status(code) {
   if (rep_ == 0 || !format || !*format) return;
   va_list args;
   va_start(args, format);
   AppendV("", format, args);
   va_end(args);
 }
-#endif  // OSPREY_STATUS_MESSAGES
 
 void Status::Reset() {
   if (rep_ != 0 && (rep_ & 1) == 0) free(reinterpret_cast<Payload*>(rep_));
@@ -75,7 +66,6 @@ const char* Status::message() const {
 }
 
 void Status::AppendV(const char* separator, const char* format, va_list args) {
-#if OSPREY_STATUS_MESSAGES
   va_list measure;
   va_copy(measure, args);
   int added = vsnprintf(nullptr, 0, format, measure);
@@ -120,14 +110,8 @@ void Status::AppendV(const char* separator, const char* format, va_list args) {
   }
   Reset();
   rep_ = reinterpret_cast<uintptr_t>(payload);
-#else
-  (void)separator;
-  (void)format;
-  (void)args;
-#endif
 }
 
-#if OSPREY_STATUS_MESSAGES
 Status& Status::Annotate(const char* format, ...) & {
   if (rep_ == 0) return *this;
   va_list args;
@@ -148,6 +132,7 @@ Status&& Status::Annotate(const char* format, ...) && {
 }
 #endif  // OSPREY_STATUS_MESSAGES
 
+#if OSPREY_STATUS_MESSAGES
 Status Status::Clone() const {
   if (rep_ == 0 || (rep_ & 1)) {
     Status copy;
@@ -156,6 +141,7 @@ Status Status::Clone() const {
   }
   return Status(code(), "%s", message());
 }
+#endif
 
 size_t Status::ToString(char* buffer, size_t capacity) const {
   const char* name = StatusCodeName(code());

@@ -53,7 +53,8 @@ class [[nodiscard]] Status {
   // OK.
   constexpr Status() = default;
   // An error with |code| and no message (OK if |code| is kOk).
-  explicit Status(StatusCode code);
+  explicit constexpr Status(StatusCode code)
+      : rep_(code == StatusCode::kOk ? 0 : ((uintptr_t(code) << 1) | 1)) {}
   // An error with |code| and a printf-formatted message. In codes-only
   // builds the message and its arguments are dropped at compile time, so
   // no format strings end up in the binary.
@@ -78,10 +79,17 @@ class [[nodiscard]] Status {
   ~Status() { Reset(); }
 
   bool ok() const { return rep_ == 0; }
+#if OSPREY_STATUS_MESSAGES
   StatusCode code() const;
   // The message with its context lines; "" for OK or codes-only builds.
   // Borrowed: valid until this status is changed or destroyed.
   const char* message() const;
+#else
+  // Codes-only statuses are never more than a code: everything is inline
+  // and destroying one is free.
+  StatusCode code() const { return StatusCode(rep_ >> 1); }
+  const char* message() const { return ""; }
+#endif
 
   // Appends one line of context (printf-formatted). No effect on OK.
 #if OSPREY_STATUS_MESSAGES
@@ -99,7 +107,15 @@ class [[nodiscard]] Status {
 #endif
 
   // Returns an independent copy.
+#if OSPREY_STATUS_MESSAGES
   Status Clone() const;
+#else
+  Status Clone() const {
+    Status copy;
+    copy.rep_ = rep_;
+    return copy;
+  }
+#endif
 
   // Writes "CODE: message" into |buffer| (always NUL-terminated when
   // |capacity| > 0); returns the length the full text needs.
@@ -110,8 +126,12 @@ class [[nodiscard]] Status {
 
  private:
   struct Payload;  // Low bit of its address is 0: it tags code-only reps.
+#if OSPREY_STATUS_MESSAGES
   void Reset();
   void AppendV(const char* separator, const char* format, va_list args);
+#else
+  void Reset() { rep_ = 0; }
+#endif
 
   // 0: OK. Odd: (code << 1) | 1, no message. Even: Payload*.
   uintptr_t rep_ = 0;

@@ -158,6 +158,48 @@ TEST_F(EmbedTest, HandlesRetainAndRelease) {
   EXPECT_GE(instance_.driver_count(), 1u);
 }
 
+// A module compiled for another target is refused when it is loaded, with
+// the formats it carries; one runnable variant is enough.
+TEST_F(EmbedTest, RefusesModulesWhoseExecutablesTheDeviceCannotRun) {
+  auto foreign = vm::AssembleModule(R"(
+module @foreign version 1
+executable "elf-notacpu" @k align 16 hex "7f454c46"
+func @main() -> () regs() export {
+  return
+}
+)");
+  ASSERT_TRUE(foreign.ok()) << foreign.status().message();
+  vm::AlignedBytes foreign_bytes(*foreign);
+  Status status = session_.LoadModuleMemory(foreign_bytes.data(), foreign_bytes.size());
+  EXPECT_EQ(status.code(), OSPREY_STATUS_UNIMPLEMENTED);
+  EXPECT_THAT(status.message(),
+              HasSubstr("no device of the session (1, the first 'cpu-sync') can run any of the 1 "
+                        "executable(s) of module 'foreign' (formats: elf-notacpu)"));
+  Function main_fn;
+  EXPECT_EQ(session_.LookupFunction("foreign.main", &main_fn).code(),
+            OSPREY_STATUS_FAILED_PRECONDITION);
+
+  auto variants = vm::AssembleModule(R"(
+module @variants version 1
+executable "elf-notacpu" @k align 16 hex "7f454c46"
+executable "static" @s align 16 text "embed_test_library"
+func @main() -> () regs() export {
+  return
+}
+)");
+  ASSERT_TRUE(variants.ok()) << variants.status().message();
+  vm::AlignedBytes variant_bytes(*variants);
+  status = session_.LoadModuleMemory(variant_bytes.data(), variant_bytes.size());
+  EXPECT_TRUE(status.ok()) << status.message();
+}
+
+TEST_F(EmbedTest, TrimsDevices) {
+  EXPECT_EQ(osprey_status_code(osprey_device_trim(device_.get())), OSPREY_STATUS_OK);
+  osprey_status_t* status = osprey_device_trim(nullptr);
+  EXPECT_EQ(osprey_status_code(status), OSPREY_STATUS_INVALID_ARGUMENT);
+  osprey_status_free(status);
+}
+
 TEST_F(EmbedTest, BufferViewsRoundTrip) {
   BufferView view = Matrix(2, 3);
   EXPECT_EQ(view.rank(), 2u);

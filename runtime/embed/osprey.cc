@@ -202,6 +202,10 @@ void osprey_device_release(osprey_device_t* device) {
 const char* osprey_device_name(const osprey_device_t* device) {
   return device ? device->device->id() : "";
 }
+osprey_status_t* osprey_device_trim(osprey_device_t* device) {
+  if (!device) return ToCStatus(osprey::InvalidArgumentError("device is required"));
+  return ToCStatus(device->device->Trim());
+}
 
 osprey_status_t* osprey_device_query_i64(osprey_device_t* device, const char* key,
                                          int64_t* out_value) {

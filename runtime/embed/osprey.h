@@ -49,7 +49,7 @@ extern "C" {
 #endif
 
 #define OSPREY_API_VERSION_MAJOR 0
-#define OSPREY_API_VERSION_MINOR 3
+#define OSPREY_API_VERSION_MINOR 4
 
 /*===------------------------------------------------------------------===*/
 /* Status                                                                 */
@@ -153,6 +153,11 @@ const char* osprey_device_name(const osprey_device_t* device);
  * NOT_FOUND for keys the device does not know. */
 osprey_status_t* osprey_device_query_i64(osprey_device_t* device, const char* key,
                                          int64_t* out_value);
+/* Waits for the device's submitted work to retire, then frees memory the
+ * device keeps for reuse (cpu-task: its pool of submission records), e.g.
+ * after releasing the sessions of a model that is no longer needed: the
+ * device then holds nothing of the model. Later calls allocate again. */
+osprey_status_t* osprey_device_trim(osprey_device_t* device);
 
 /*===------------------------------------------------------------------===*/
 /* Buffer views                                                           */
@@ -316,7 +321,9 @@ void osprey_session_release(osprey_session_t* session);
  * initializer. NOT_FOUND if the file cannot be opened; DATA_LOSS (a digest
  * that does not match: see osprey_session_options_t.integrity_check) or
  * INVALID_ARGUMENT (naming what is wrong) for a corrupt or incompatible
- * module; NOT_FOUND for an import no loaded module provides. */
+ * module; UNIMPLEMENTED if the module has executables but the session's
+ * device can run none of them (compiled for another target); NOT_FOUND for
+ * an import no loaded module provides. */
 osprey_status_t* osprey_session_load_module_file(osprey_session_t* session, const char* path);
 
 /* Loads a module from |size| bytes at |data| without copying them. |data|

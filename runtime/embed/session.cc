@@ -81,6 +81,36 @@ Status AddModule(osprey_session_t* session, ref_ptr<vm::Module> module) {
   return osprey::OkStatus();
 }
 
+// Refuses a module none of whose executables any of the session's devices
+// can run (compiled for another CPU, or only for an accelerator the session
+// does not have), at load instead of at its first call. Modules with
+// variants for several devices load if one of them fits one device.
+Status CheckExecutablesRunnable(osprey_session_t* session, const vm::BytecodeModule& module) {
+  const uint32_t count = module.executable_count();
+  if (count == 0) return osprey::OkStatus();
+  for (size_t d = 0; d < session->device_count; ++d) {
+    hal::Device* device = session->devices[d]->device.get();
+    OSPREY_ASSIGN_OR_RETURN(auto cache, device->CreateExecutableCache(),
+                            "creating the executable cache of device '%s'", device->id());
+    for (uint32_t i = 0; i < count; ++i) {
+      if (cache->CanPrepareFormat(module.executable(i).format)) return osprey::OkStatus();
+    }
+  }
+  char formats[128] = "";
+  size_t used = 0;
+  for (uint32_t i = 0; i < count && used < sizeof(formats); ++i) {
+    int n = snprintf(formats + used, sizeof(formats) - used, "%s%s", i ? ", " : "",
+                     module.executable(i).format);
+    if (n > 0) used += size_t(n);
+  }
+  return osprey::UnimplementedError(
+      "no device of the session (%zu, the first '%s') can run any of the %u executable(s) of "
+      "module '%s' (formats: %s); it was compiled for another target or needs a device the "
+      "session does not have",
+      session->device_count, session->device->device->id(), unsigned(count), module.name(),
+      formats);
+}
+
 Status LoadModule(osprey_session_t* session, std::span<const uint8_t> bytes,
                   ref_ptr<osprey::RefObject> owner) {
   vm::LoadOptions options;
@@ -88,6 +118,7 @@ Status LoadModule(osprey_session_t* session, std::span<const uint8_t> bytes,
   OSPREY_ASSIGN_OR_RETURN(auto module,
                           vm::BytecodeModule::Load(bytes, std::move(owner),
                                                    session->instance->host_allocator, options));
+  OSPREY_RETURN_IF_ERROR(CheckExecutablesRunnable(session, *module));
   // AddModule releases the module when linking fails, and with it the
   // module's bytes (unmapped or handed back to the application): the name
   // in the context line must be a copy.

@@ -88,6 +88,8 @@ Status Executor::Start(const ExecutorOptions& options) {
              unsigned(i & 63));
     platform::ThreadOptions thread_options;
     thread_options.name = name;
+    thread_options.stack_size = options.worker_stack_size;
+    thread_options.priority = options.worker_priority;
     if (options.pin_workers && processors > 0) {
       thread_options.processor_affinity = int32_t((options.first_processor + i) % processors);
     }
@@ -291,6 +293,23 @@ Status Executor::WaitIdle(int64_t deadline_ns) {
 uint32_t Executor::in_flight() const {
   platform::MutexLock lock(mutex_);
   return in_flight_count_;
+}
+
+uint32_t Executor::TrimPool() {
+  Submission* pool = nullptr;
+  {
+    platform::MutexLock lock(mutex_);
+    pool = pool_;
+    pool_ = nullptr;
+  }
+  uint32_t freed = 0;
+  while (pool) {
+    Submission* next = pool->next_;
+    host_allocator_->Delete(pool);
+    pool = next;
+    ++freed;
+  }
+  return freed;
 }
 
 void Executor::ReleasePending(Submission* submission) {

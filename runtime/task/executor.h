@@ -28,6 +28,13 @@ struct ExecutorOptions {
   uint32_t first_processor = 0;
   // Scratch memory per worker (TaskContext::local_memory).
   uint32_t worker_local_memory_size = 64 * 1024;
+  // Stack of each worker thread in bytes; 0: the platform's default.
+  // Compiled dispatches keep their scratch on it.
+  uint32_t worker_stack_size = 0;
+  // Worker thread priority where the platform has priorities (RTOS tasks,
+  // platform::ThreadOptions::priority); -1: that of the thread calling
+  // Create.
+  int32_t worker_priority = -1;
   // Thread name prefix (borrowed for Create only).
   const char* name = "osprey-task";
 };
@@ -78,6 +85,11 @@ class Executor final : public RefObject {
 
   // Number of submissions submitted and not yet completed.
   uint32_t in_flight() const;
+
+  // Frees the pooled (completed) submissions and their arena blocks;
+  // submissions in flight are not touched and return to the pool when
+  // they complete. Returns the number freed.
+  uint32_t TrimPool();
 
  private:
   friend class osprey::Allocator;  // Constructs it for MakeRef().

@@ -531,6 +531,40 @@ TEST(ExecutorTest, SteadyStateDoesNotAllocate) {
   EXPECT_EQ(allocator.allocations(), allocations);
 }
 
+TEST(ExecutorTest, TrimPoolFreesPooledSubmissionsOnly) {
+  CountingAllocator allocator(Allocator::Default());
+  auto executor = MakeExecutor(&allocator, 1);
+  const size_t base = allocator.live();
+  std::atomic<int> count{0};
+  Submission* pooled[2];
+  for (auto& s : pooled) {
+    s = *executor->AcquireSubmission();
+    ASSERT_TRUE(s->AddCall(&CountCall, &count).ok());
+  }
+  for (auto& s : pooled) executor->DiscardSubmission(s);
+  EXPECT_GT(allocator.live(), base);
+  // A submission held by its user is not in the pool: it survives.
+  Submission* held = *executor->AcquireSubmission();
+  EXPECT_EQ(executor->TrimPool(), 1u);
+  EXPECT_GT(allocator.live(), base);
+  ASSERT_TRUE(held->AddCall(&CountCall, &count).ok());
+  CompletionLatch latch;
+  ASSERT_TRUE(executor->Submit(held, latch.completion()).ok());
+  ASSERT_TRUE(latch.Wait().ok());
+  EXPECT_EQ(count.load(), 1);
+  ASSERT_TRUE(executor->WaitIdle(platform::kInfiniteFuture).ok());
+  EXPECT_EQ(executor->TrimPool(), 1u);
+  EXPECT_EQ(allocator.live(), base);
+  EXPECT_EQ(executor->TrimPool(), 0u);
+  // The executor still works and refills its pool.
+  Submission* again = *executor->AcquireSubmission();
+  ASSERT_TRUE(again->AddCall(&CountCall, &count).ok());
+  CompletionLatch latch2;
+  ASSERT_TRUE(executor->Submit(again, latch2.completion()).ok());
+  ASSERT_TRUE(latch2.Wait().ok());
+  EXPECT_EQ(count.load(), 2);
+}
+
 TEST(ExecutorTest, ReleasingRightAfterSubmitRunsCompletionOnce) {
   auto executor = MakeExecutor(Allocator::Default(), 1);
   std::atomic<int> count{0};

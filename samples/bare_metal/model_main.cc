@@ -5,13 +5,24 @@
 // image (--output-format=static-library), and the output is compared with a
 // reference. All runtime memory comes from a static arena.
 //
+// Built twice more ways: with the module and test data compiled in
+// (osprey_bare_metal_model_elf / _static), or as the model runner
+// (OSPREY_MODEL_FROM_FILES: osprey_bare_metal_model_runner), which reads
+// the module and the test vectors (samples/common/test_vectors.h) from
+// files named on its command line through semihosting:
+//   osprey_bare_metal_model_runner --module FILE.osp --vectors FILE.vec
+// The runner needs no model at build time; it is the image whose runtime
+// share the size profile measures (VM with its verifier, HAL module, HAL,
+// cpu-sync, static and ELF loaders), and it runs the same module files as
+// the FreeRTOS loader (samples/rtos_loader).
+//
 // Exit code: 0 = output within tolerance; 1 = the runtime reported an error;
 // 2 = output mismatch; 4 = memory leaked; 8 = (static library) the module ran
 // although its library was not registered, or failed with a code other than
-// NOT_FOUND. --inject-failure corrupts the first expected value (by far more
-// than the tolerance), so the image must then exit with 2: proof that a
-// wrong answer cannot pass. --runs N calls main N times (the last output is
-// checked).
+// NOT_FOUND; 16 = (runner) bad command line or unreadable files.
+// --inject-failure corrupts the first expected value (by far more than the
+// tolerance), so the image must then exit with 2: proof that a wrong answer
+// cannot pass. --runs N calls main N times (the last output is checked).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +52,12 @@
 #define OSPREY_MODEL_LIBRARY_NAME OSPREY_MODEL_CONCAT(OSPREY_MODEL_LIBRARY, _LIBRARY_NAME)
 #endif
 
+#if OSPREY_MODEL_FROM_FILES
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "samples/common/test_vectors.h"
+#else
 // The module (.osp), embedded by embed_file.cmake.
 extern "C" const uint8_t osprey_model_module[];
 extern "C" const size_t osprey_model_module_size;
@@ -55,6 +72,7 @@ extern "C" const float osprey_model_expected[];
 extern "C" const size_t osprey_model_expected_count;
 extern "C" const float osprey_model_atol;
 extern "C" const float osprey_model_rtol;
+#endif
 
 namespace {
 
@@ -71,6 +89,25 @@ constexpr int kLeak = 4;
 #if OSPREY_MODEL_STATIC
 constexpr int kMissingLibraryNotRefused = 8;
 #endif
+#if OSPREY_MODEL_FROM_FILES
+constexpr int kUsage = 16;
+#endif
+
+// What RunModel runs: the module and its test data, compiled in or read
+// from files.
+struct ModelData {
+  const uint8_t* module = nullptr;
+  size_t module_size = 0;
+  const float* input = nullptr;
+  size_t input_count = 0;
+  const int64_t* input_shape = nullptr;
+  size_t input_rank = 0;
+  const float* expected = nullptr;
+  size_t expected_count = 0;
+  float atol = 0;
+  float rtol = 0;
+};
+ModelData g_model;
 
 #ifndef OSPREY_MODEL_HEAP_SIZE
 #define OSPREY_MODEL_HEAP_SIZE (256 * 1024)
@@ -109,11 +146,11 @@ size_t Compare(std::span<const float> actual, bool inject_failure) {
   size_t mismatches = 0;
   float max_error = 0.0f;
   for (size_t i = 0; i < actual.size(); ++i) {
-    float expected = osprey_model_expected[i];
+    float expected = g_model.expected[i];
     if (inject_failure && i == 0) expected += 1.0f;
     float error = fabsf(actual[i] - expected);
     if (error > max_error) max_error = error;
-    if (!(error <= osprey_model_atol + osprey_model_rtol * fabsf(expected))) {
+    if (!(error <= g_model.atol + g_model.rtol * fabsf(expected))) {
       if (mismatches < 5) {
         printf("  output[%u] = %.7g, expected %.7g\n", static_cast<unsigned>(i),
                static_cast<double>(actual[i]), static_cast<double>(expected));
@@ -123,7 +160,7 @@ size_t Compare(std::span<const float> actual, bool inject_failure) {
   }
   printf("compared %u values: max abs error %.3g (atol %.3g, rtol %.3g), %u outside\n",
          static_cast<unsigned>(actual.size()), static_cast<double>(max_error),
-         static_cast<double>(osprey_model_atol), static_cast<double>(osprey_model_rtol),
+         static_cast<double>(g_model.atol), static_cast<double>(g_model.rtol),
          static_cast<unsigned>(mismatches));
   return mismatches;
 }
@@ -166,7 +203,7 @@ int RunModel(osprey::Allocator* allocator, const hal::local::StaticLibraryRegist
     return kRuntimeError;
   }
   StatusOr<ref_ptr<vm::BytecodeModule>> module = vm::BytecodeModule::Load(
-      std::span<const uint8_t>(osprey_model_module, osprey_model_module_size), nullptr, allocator);
+      std::span<const uint8_t>(g_model.module, g_model.module_size), nullptr, allocator);
   if (!module.ok()) {
     PrintStatus("loading the module", module.status());
     return kRuntimeError;
@@ -187,21 +224,21 @@ int RunModel(osprey::Allocator* allocator, const hal::local::StaticLibraryRegist
     return kRuntimeError;
   }
 
-  const size_t input_bytes = osprey_model_input_count * sizeof(float);
+  const size_t input_bytes = g_model.input_count * sizeof(float);
   StatusOr<ref_ptr<hal::Buffer>> input_buffer =
       (*device)->allocator()->AllocateBuffer(HostVisibleParams(), input_bytes);
   if (!input_buffer.ok()) {
     PrintStatus("allocating the input", input_buffer.status());
     return kRuntimeError;
   }
-  status = (*input_buffer)->WriteData(0, osprey_model_input, input_bytes);
+  status = (*input_buffer)->WriteData(0, g_model.input, input_bytes);
   if (!status.ok()) {
     PrintStatus("writing the input", status);
     return kRuntimeError;
   }
   StatusOr<ref_ptr<hal::BufferView>> input = hal::BufferView::Create(
       std::move(*input_buffer),
-      std::span<const int64_t>(osprey_model_input_shape, osprey_model_input_rank),
+      std::span<const int64_t>(g_model.input_shape, g_model.input_rank),
       hal::ElementType::kFloat32, hal::Encoding::kDenseRowMajor, allocator);
   if (!input.ok()) {
     PrintStatus("creating the input view", input.status());
@@ -233,17 +270,17 @@ int RunModel(osprey::Allocator* allocator, const hal::local::StaticLibraryRegist
     return kRuntimeError;
   }
   if (output->element_type() != hal::ElementType::kFloat32 ||
-      static_cast<size_t>(output->element_count()) != osprey_model_expected_count) {
+      static_cast<size_t>(output->element_count()) != g_model.expected_count) {
     char shape[64];
     output->FormatShape(shape, sizeof(shape));
     printf("error: main returned %s, expected %u f32 values\n", shape,
-           static_cast<unsigned>(osprey_model_expected_count));
+           static_cast<unsigned>(g_model.expected_count));
     return kMismatch;
   }
   // Compared in place through a read mapping: no copy of the output.
   hal::MappedMemory mapping;
   status = output->buffer()->MapRange(hal::MemoryAccess::kRead, 0,
-                                      osprey_model_expected_count * sizeof(float), &mapping);
+                                      g_model.expected_count * sizeof(float), &mapping);
   if (!status.ok()) {
     PrintStatus("mapping the output", status);
     return kRuntimeError;
@@ -254,29 +291,116 @@ int RunModel(osprey::Allocator* allocator, const hal::local::StaticLibraryRegist
     return kRuntimeError;
   }
   std::span<const float> actual(reinterpret_cast<const float*>(contents->data()),
-                                osprey_model_expected_count);
+                                g_model.expected_count);
+  // FNV-1a of the output bytes: other images running the same module on
+  // the same input (samples/rtos_loader) must print the same digest.
+  uint32_t digest = 2166136261u;
+  for (size_t i = 0; i < actual.size_bytes(); ++i) {
+    digest = (digest ^ contents->data()[i]) * 16777619u;
+  }
+  printf("output digest 0x%08x\n", static_cast<unsigned>(digest));
   return Compare(actual, inject_failure) == 0 ? 0 : kMismatch;
 }
+
+#if OSPREY_MODEL_FROM_FILES
+// Reads the module file at |path| into 64-byte aligned memory from
+// |allocator| (external segments may need the alignment).
+bool ReadModuleFile(const char* path, osprey::Allocator* allocator, void** out_data,
+                    size_t* out_size) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) {
+    printf("error: cannot open module '%s'\n", path);
+    return false;
+  }
+  off_t size = lseek(fd, 0, SEEK_END);
+  bool ok = size > 0 && lseek(fd, 0, SEEK_SET) == 0 &&
+            allocator->Allocate(size_t(size), 64, out_data).ok();
+  size_t done = 0;
+  while (ok && done < size_t(size)) {
+    ssize_t n = read(fd, static_cast<uint8_t*>(*out_data) + done, size_t(size) - done);
+    if (n <= 0) break;
+    done += size_t(n);
+  }
+  close(fd);
+  if (!ok || done != size_t(size)) {
+    printf("error: cannot read module '%s' (%ld bytes)\n", path, long(size));
+    if (ok) allocator->Free(*out_data);
+    return false;
+  }
+  *out_size = size_t(size);
+  return true;
+}
+
+// Reads --module and --vectors into |allocator| memory and runs the model.
+int RunModelFromFiles(const char* module_path, const char* vectors_path,
+                      osprey::StaticArenaAllocator* allocator, bool inject_failure) {
+  printf("osprey model runner: %s\n", module_path ? module_path : "(no --module)");
+  if (!module_path || !vectors_path) {
+    printf("usage: osprey_bare_metal_model_runner --module FILE.osp --vectors FILE.vec "
+           "[--runs N] [--inject-failure]\n");
+    return kUsage;
+  }
+  osprey::samples::TestVectors vectors;
+  Status read = osprey::samples::ReadTestVectors(vectors_path, allocator, &vectors);
+  if (!read.ok()) {
+    PrintStatus("reading the test vectors", read);
+    return kUsage;
+  }
+  void* module = nullptr;
+  size_t module_size = 0;
+  if (!ReadModuleFile(module_path, allocator, &module, &module_size)) return kUsage;
+  g_model.module = static_cast<const uint8_t*>(module);
+  g_model.module_size = module_size;
+  g_model.input = vectors.input;
+  g_model.input_count = vectors.input_count;
+  g_model.input_shape = vectors.shape;
+  g_model.input_rank = vectors.rank;
+  g_model.expected = vectors.expected;
+  g_model.expected_count = vectors.expected_count;
+  g_model.atol = vectors.atol;
+  g_model.rtol = vectors.rtol;
+  hal::local::StaticLibraryRegistry libraries;
+  int exit_code = RunModel(allocator, &libraries, inject_failure);
+  g_model = ModelData();
+  allocator->Free(module);
+  return exit_code;
+}
+#endif
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  using osprey::Status;
-  namespace hal = osprey::hal;
   bool inject_failure = false;
+  [[maybe_unused]] const char* module_path = nullptr;
+  [[maybe_unused]] const char* vectors_path = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--inject-failure") == 0) inject_failure = true;
     if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) g_runs = atoi(argv[++i]);
+    if (strcmp(argv[i], "--module") == 0 && i + 1 < argc) module_path = argv[++i];
+    if (strcmp(argv[i], "--vectors") == 0 && i + 1 < argc) vectors_path = argv[++i];
   }
   if (g_runs < 1) g_runs = 1;
   osprey::SetLogSink(&PrintLog, nullptr);
+  osprey::StaticArenaAllocator allocator(g_heap, sizeof(g_heap));
+  int exit_code = 0;
+#if OSPREY_MODEL_FROM_FILES
+  exit_code |= RunModelFromFiles(module_path, vectors_path, &allocator, inject_failure);
+#else
+  g_model.module = osprey_model_module;
+  g_model.module_size = osprey_model_module_size;
+  g_model.input = osprey_model_input;
+  g_model.input_count = osprey_model_input_count;
+  g_model.input_shape = osprey_model_input_shape;
+  g_model.input_rank = osprey_model_input_rank;
+  g_model.expected = osprey_model_expected;
+  g_model.expected_count = osprey_model_expected_count;
+  g_model.atol = osprey_model_atol;
+  g_model.rtol = osprey_model_rtol;
 #if OSPREY_MODEL_STATIC
   printf("osprey model firmware: static library '%s'\n", OSPREY_MODEL_LIBRARY_NAME);
 #else
   printf("osprey model firmware: embedded ELF\n");
 #endif
-  osprey::StaticArenaAllocator allocator(g_heap, sizeof(g_heap));
-  int exit_code = 0;
   hal::local::StaticLibraryRegistry libraries;
 #if OSPREY_MODEL_STATIC
   // The module names its library; before the library is registered the
@@ -296,6 +420,7 @@ int main(int argc, char** argv) {
   }
 #endif
   exit_code |= RunModel(&allocator, &libraries, inject_failure);
+#endif
   // Everything the run created is released by now.
   if (allocator.bytes_in_use() != 0) {
     printf("error: %u bytes of the arena still in use\n",

@@ -14,11 +14,15 @@ A model named NAME_qdq_f32 is the QDQ form of NAME (scripts/models/make_qdq_mode
 weights and activations, its output dequantized to float32) with the integer reference
 dequantized: compared exactly unless --atol/--rtol say otherwise.
 
-Usage: make_model_data.py --out DIR [--model ds_cnn] [--atol 1e-5] [--rtol 1e-3]
+With --vectors FILE it also writes the same input, reference and tolerance
+as a test vector file for the FreeRTOS loader (samples/rtos_loader/test_vectors.h).
+
+Usage: make_model_data.py --out DIR [--model ds_cnn] [--atol 1e-5] [--rtol 1e-3] [--vectors FILE]
 """
 
 import argparse
 import os
+import struct
 import subprocess
 import sys
 
@@ -38,6 +42,7 @@ def main():
   parser.add_argument("--model", default="ds_cnn")
   parser.add_argument("--atol", type=float, default=None)
   parser.add_argument("--rtol", type=float, default=None)
+  parser.add_argument("--vectors", help="also write a test vector file here")
   args = parser.parse_args()
 
   root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -84,6 +89,20 @@ def main():
   os.replace(path + ".tmp", path)
   print(f"{path}: input {'x'.join(map(str, x.shape))}, {ref.size} reference outputs, "
         f"atol {args.atol}, rtol {args.rtol}")
+  if args.vectors:
+    write_vectors(args.vectors, x, ref, args.atol, args.rtol)
+    print(f"{args.vectors}: the same as test vectors")
+
+
+def write_vectors(path, x, ref, atol, rtol):
+  """Writes the test vector file samples/rtos_loader/test_vectors.h reads."""
+  shape = x.shape or (1,)
+  data = [b"OSPV", struct.pack("<IIIIffI", 1, len(shape), x.size, ref.size, atol, rtol, 0),
+          struct.pack(f"<{len(shape)}q", *shape),
+          x.astype("<f4").tobytes(), ref.astype("<f4").tobytes()]
+  with open(path + ".tmp", "wb") as f:
+    f.write(b"".join(data))
+  os.replace(path + ".tmp", path)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@
 #
 #   scripts/qemu/run_firmware.sh TARGET ELF [ARG...]
 #
-#   TARGET  cortex-m4 (mps2-an386), cortex-m55 (mps3-an547), riscv32 (virt)
+#   TARGET  cortex-m4 (mps2-an386), cortex-m55 (mps3-an547), riscv32 (virt);
+#           cortex-m4-freertos and riscv32-freertos run on the same boards
 #   ARG     passed to the image's main() as its command line
 #
 #   OSPREY_QEMU_TIMEOUT  seconds before the run counts as hung (default 60)
@@ -14,6 +15,11 @@
 #                        takes ~75 bytes of /tmp per instruction)
 #   OSPREY_QEMU_PROFILE_JSON=FILE  with COUNT_INSNS, also write the counts per
 #                        function and per instruction address to FILE
+#   OSPREY_QEMU_ICOUNT=SHIFT  run with -icount shift=SHIFT,sleep=off: guest time
+#                        advances 2^SHIFT ns per instruction instead of with the
+#                        host clock, so timer interrupts (an RTOS tick) come
+#                        after the same instructions however fast the host or
+#                        the tracing runs (5: about 31 MHz, like a Cortex-M4)
 set -euo pipefail
 
 if (($# < 2)); then
@@ -25,9 +31,9 @@ elf="$2"
 shift 2
 
 case "$target" in
-  cortex-m4) qemu=(qemu-system-arm -M mps2-an386 -cpu cortex-m4) ;;
+  cortex-m4|cortex-m4-freertos) qemu=(qemu-system-arm -M mps2-an386 -cpu cortex-m4) ;;
   cortex-m55) qemu=(qemu-system-arm -M mps3-an547) ;;
-  riscv32) qemu=(qemu-system-riscv32 -M virt -bios none) ;;
+  riscv32|riscv32-freertos) qemu=(qemu-system-riscv32 -M virt -bios none) ;;
   *) echo "run_firmware.sh: unknown target '$target'" >&2; exit 2 ;;
 esac
 if [[ ! -f "$elf" ]]; then
@@ -42,6 +48,9 @@ if (($# > 0)); then
   for a in "$@"; do semihosting+=",arg=$a"; done
 fi
 qemu+=(-nographic -monitor none -semihosting-config "$semihosting" -kernel "$elf")
+if [[ -n "${OSPREY_QEMU_ICOUNT:-}" ]]; then
+  qemu+=(-icount "shift=$OSPREY_QEMU_ICOUNT,sleep=off")
+fi
 
 timeout_s="${OSPREY_QEMU_TIMEOUT:-60}"
 if [[ "${OSPREY_QEMU_COUNT_INSNS:-0}" == "1" ]]; then
@@ -59,7 +68,7 @@ if [[ "${OSPREY_QEMU_COUNT_INSNS:-0}" == "1" ]]; then
   rc=$?
   set -e
   case "$target" in
-    riscv32) nm=riscv64-unknown-elf-nm ;;
+    riscv32*) nm=riscv64-unknown-elf-nm ;;
     *) nm=arm-none-eabi-nm ;;
   esac
   json=()

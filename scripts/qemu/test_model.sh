@@ -3,7 +3,10 @@
 # and reference output (scripts/qemu/make_model_data.py), compiles it for
 # TARGET's CPU with osprey-compile in FORMAT, cross-builds the model image
 # (samples/bare_metal/model_main.cc) into BUILD_DIR, runs it on the matching
-# QEMU board and checks its exit code.
+# QEMU board and checks its exit code. A passing run without extra arguments
+# leaves the output's digest in MODEL_DIR/<model>_<elf|static>.digest, and
+# the export leaves the test vectors in MODEL_DIR/<model>.vec, for the
+# FreeRTOS loader's test (scripts/qemu/test_rtos_loader.sh).
 #
 #   scripts/qemu/test_model.sh TARGET BUILD_DIR MODEL_DIR FORMAT COMPILER
 #                              [--model NAME] [--heap BYTES] [--expect-exit N] [ARG...]
@@ -53,13 +56,24 @@ case "$format" in
 esac
 
 mkdir -p "$model_dir"
-/usr/bin/python3 "$root/scripts/qemu/make_model_data.py" --out "$model_dir" --model "$model"
+/usr/bin/python3 "$root/scripts/qemu/make_model_data.py" --out "$model_dir" --model "$model" \
+  --vectors "$model_dir/$model.vec"
 "$compiler" "$model_dir/$model.onnx" --target="$cpu" --output-format="$format" \
   -o "$model_dir/${model}_$suffix.osp"
 echo "test_model.sh: compiled $model for $cpu as $format"
 
+digest_file="$model_dir/${model}_$suffix.digest"
+plain_run=0
+((expect == 0 && $# == 0)) && plain_run=1
+((plain_run)) && rm -f "$digest_file"
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
 bash "$root/scripts/qemu/test_firmware.sh" "$target" "$build_dir" \
   --image "osprey_bare_metal_model_$suffix" \
   --cmake-arg "-DOSPREY_MODEL_DIR=$model_dir" --cmake-arg "-DOSPREY_MODEL_NAME=$model" \
   --cmake-arg "-DOSPREY_MODEL_HEAP_SIZE=$heap" \
-  --expect-exit "$expect" "$@"
+  --expect-exit "$expect" "$@" 2>&1 | tee "$log"
+if ((plain_run)); then
+  grep -o "output digest 0x[0-9a-f]*" "$log" | awk '{print $3}' > "$digest_file"
+  [[ -s "$digest_file" ]] || { echo "test_model.sh: the image printed no output digest" >&2; exit 1; }
+fi

@@ -634,10 +634,11 @@ class Parser {
     OSPREY_RETURN_IF_ERROR(cur.Expect(TokenKind::kIdent, "a mnemonic", &mnemonic));
     std::optional<Opcode> opcode;
     for (int op = 0; op < int(Opcode::kCount); ++op) {
-      if (mnemonic->text == GetOpcodeInfo(uint8_t(op))->mnemonic) opcode = Opcode(op);
+      if (mnemonic->text == GetOpcodeMnemonic(uint8_t(op))) opcode = Opcode(op);
     }
     if (!opcode) return cur.Error("unknown mnemonic '%s'", mnemonic->text.c_str());
-    const OpcodeInfo* info = GetOpcodeInfo(uint8_t(*opcode));
+    OpcodeInfo entry;
+    const OpcodeInfo* info = GetOpcodeInfo(uint8_t(*opcode), &entry);
     BytecodeWriter operands;  // Operand bytes; branch targets go straight to s.writer.
     std::vector<std::pair<size_t, BytecodeWriter::Label>> targets;
     bool first = true;
@@ -646,7 +647,7 @@ class Parser {
       first = false;
       char context[64];
       snprintf(context, sizeof(context), "operand %d of %s", int(k - info->operands),
-               info->mnemonic);
+               GetOpcodeMnemonic(uint8_t(*opcode)));
       Bank bank;
       switch (*k) {
         case 'i': case 'I': case 'f': case 'F': case 'r': {

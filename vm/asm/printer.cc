@@ -165,7 +165,8 @@ class Printer {
  private:
   // Byte size of the instruction at |pc| (code already verified).
   static uint32_t InstructionSize(const uint8_t* pc, const BytecodeModule& m) {
-    const OpcodeInfo* info = GetOpcodeInfo(*pc);
+    OpcodeInfo entry;
+    const OpcodeInfo* info = GetOpcodeInfo(*pc, &entry);
     uint32_t n = 1;
     for (const char* k = info->operands; *k; ++k) {
       switch (*k) {
@@ -214,7 +215,8 @@ class Printer {
     std::set<uint32_t> targets;
     for (uint32_t pos = 0; pos < fn.code_length;) {
       const uint8_t* pc = fn.code + pos;
-      const OpcodeInfo* info = GetOpcodeInfo(*pc);
+      OpcodeInfo entry;
+      const OpcodeInfo* info = GetOpcodeInfo(*pc, &entry);
       uint32_t at = 1;
       for (const char* k = info->operands; *k; ++k) {
         if (*k == 'B') targets.insert(ReadU32(pc + at));
@@ -245,8 +247,9 @@ class Printer {
   }
 
   void Instruction(const uint8_t* pc) {
-    const OpcodeInfo* info = GetOpcodeInfo(*pc);
-    AppendF(&out_, "  %s", info->mnemonic);
+    OpcodeInfo entry;
+    const OpcodeInfo* info = GetOpcodeInfo(*pc, &entry);
+    AppendF(&out_, "  %s", GetOpcodeMnemonic(*pc));
     const uint8_t* p = pc + 1;
     bool first = true;
     for (const char* k = info->operands; *k; ++k) {

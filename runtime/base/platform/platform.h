@@ -1,20 +1,33 @@
 // The small platform layer the runtime stands on: monotonic time, mutexes,
-// condition variables and threads. Everything OS-specific in the runtime is
-// behind this header; an RTOS port reimplements platform_*.cc only.
+// condition variables, threads and the memory behind Allocator::Default().
+// Everything OS-specific in the runtime is behind this header. One port is
+// compiled per build, chosen with -DOSPREY_PLATFORM (docs/porting.md):
 //
-// Builds with OSPREY_HAVE_THREADS=0 (bare metal) get no-op mutexes,
-// condition variables that return "timed out" at once (nobody else can
-// signal), and thread creation that fails with UNAVAILABLE.
+//   posix     platform_posix.cc: pthreads, clock_gettime, mimalloc or libc.
+//   none      platform_none.cc: bare metal, single-threaded: no-op mutexes,
+//             condition variables that return "timed out" at once (nobody
+//             else can signal), thread creation fails with UNAVAILABLE.
+//   freertos  platform_freertos.cc: FreeRTOS tasks, mutexes and task
+//             notifications, the tick count, the FreeRTOS heap.
+//
+// A port adds one platform_<name>.cc, its native members below, and a
+// case in runtime/base/CMakeLists.txt.
 #ifndef OSPREY_RUNTIME_BASE_PLATFORM_PLATFORM_H_
 #define OSPREY_RUNTIME_BASE_PLATFORM_PLATFORM_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 
 #include "runtime/base/config.h"
 #include "runtime/base/status.h"
 
-#if OSPREY_HAVE_THREADS
+#if OSPREY_PLATFORM_FREERTOS
+// The application's FreeRTOSConfig.h comes with these (see docs/porting.md).
+#include "FreeRTOS.h"
+#include "semphr.h"
+#include "task.h"
+#elif OSPREY_PLATFORM_POSIX
 #include <pthread.h>
 #endif
 
@@ -39,8 +52,20 @@ int64_t DeadlineFromTimeout(int64_t timeout_ns);
 
 void SleepNanos(int64_t duration_ns);
 void YieldProcessor();
-// Number of logical processors (1 on bare metal).
+// Number of logical processors (1 on bare metal and single-core RTOSes).
 uint32_t ProcessorCount();
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+// The memory behind Allocator::Default(): |size| bytes aligned to
+// |alignment| (a power of two), or null when exhausted. Thread-safe.
+// POSIX: mimalloc or libc; none: the C library's heap; FreeRTOS: the
+// FreeRTOS heap (pvPortMalloc).
+void* AllocateMemory(size_t size, size_t alignment);
+// Frees memory from AllocateMemory(); null is ignored.
+void FreeMemory(void* ptr);
 
 //===----------------------------------------------------------------------===//
 // Synchronization
@@ -57,7 +82,10 @@ class Mutex {
 
  private:
   friend class ConditionVariable;
-#if OSPREY_HAVE_THREADS
+#if OSPREY_PLATFORM_FREERTOS
+  StaticSemaphore_t storage_;
+  SemaphoreHandle_t handle_;
+#elif OSPREY_PLATFORM_POSIX
   pthread_mutex_t mutex_;
 #endif
 };
@@ -87,7 +115,11 @@ class ConditionVariable {
   void NotifyAll();
 
  private:
-#if OSPREY_HAVE_THREADS
+#if OSPREY_PLATFORM_FREERTOS
+  // Tasks blocked in WaitUntil, each woken by a task notification.
+  struct Waiter;
+  Waiter* waiters_ = nullptr;
+#elif OSPREY_PLATFORM_POSIX
   pthread_cond_t cond_;
 #endif
 };
@@ -99,7 +131,11 @@ class ConditionVariable {
 struct ThreadOptions {
   const char* name = nullptr;     // Shown in debuggers (truncated to 15).
   int32_t processor_affinity = -1;  // Pin to this processor; -1: any.
-  uint32_t stack_size = 0;        // 0: platform default.
+  uint32_t stack_size = 0;        // Bytes; 0: platform default.
+  // Scheduling priority where the platform has them (FreeRTOS: task
+  // priority, 0 .. configMAX_PRIORITIES - 1); -1: the priority of the
+  // thread calling Start(). POSIX threads ignore it.
+  int32_t priority = -1;
 };
 
 class Thread {
@@ -119,7 +155,11 @@ class Thread {
 
  private:
   bool started_ = false;
-#if OSPREY_HAVE_THREADS
+#if OSPREY_PLATFORM_FREERTOS
+  // Task control block, stack and completion semaphore, one allocation.
+  struct Block;
+  Block* block_ = nullptr;
+#elif OSPREY_PLATFORM_POSIX
   pthread_t thread_{};
 #endif
 };

@@ -1,7 +1,7 @@
 // Single-threaded (bare-metal) implementation of the platform layer.
 #include "runtime/base/platform/platform.h"
 
-#if !OSPREY_HAVE_THREADS
+#include <stdlib.h>
 
 namespace osprey::platform {
 
@@ -20,6 +20,17 @@ void SleepNanos(int64_t duration_ns) {
 }
 void YieldProcessor() {}
 uint32_t ProcessorCount() { return 1; }
+
+// The C library's heap (picolibc: between .bss and the stack). Bare-metal
+// applications usually hand the runtime a StaticArenaAllocator instead.
+void* AllocateMemory(size_t size, size_t alignment) {
+  if (alignment < sizeof(void*)) alignment = sizeof(void*);
+  if (size == 0) size = 1;
+  size_t rounded = (size + alignment - 1) & ~(alignment - 1);
+  if (rounded < size) return nullptr;
+  return aligned_alloc(alignment, rounded);
+}
+void FreeMemory(void* ptr) { free(ptr); }
 
 Mutex::Mutex() = default;
 Mutex::~Mutex() = default;
@@ -40,5 +51,3 @@ Status Thread::Start(const ThreadOptions&, EntryFn, void*) {
 void Thread::Join() {}
 
 }  // namespace osprey::platform
-
-#endif  // !OSPREY_HAVE_THREADS

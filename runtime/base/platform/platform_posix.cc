@@ -1,16 +1,19 @@
 // POSIX implementation of the platform layer.
 #include "runtime/base/platform/platform.h"
 
-#if OSPREY_HAVE_THREADS
-
 #include <errno.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <cstring>
 
 #include "runtime/base/allocator.h"
+
+#if defined(OSPREY_HAVE_MIMALLOC)
+#include <mimalloc.h>
+#endif
 
 namespace osprey::platform {
 
@@ -34,6 +37,26 @@ void YieldProcessor() { sched_yield(); }
 uint32_t ProcessorCount() {
   long n = sysconf(_SC_NPROCESSORS_ONLN);
   return n > 0 ? uint32_t(n) : 1;
+}
+
+void* AllocateMemory(size_t size, size_t alignment) {
+  if (size == 0) size = 1;
+#if defined(OSPREY_HAVE_MIMALLOC)
+  return mi_malloc_aligned(size, alignment);
+#else
+  if (alignment < sizeof(void*)) alignment = sizeof(void*);
+  size_t rounded = (size + alignment - 1) & ~(alignment - 1);
+  if (rounded < size) return nullptr;
+  return aligned_alloc(alignment, rounded);
+#endif
+}
+
+void FreeMemory(void* ptr) {
+#if defined(OSPREY_HAVE_MIMALLOC)
+  mi_free(ptr);
+#else
+  free(ptr);
+#endif
 }
 
 Mutex::Mutex() { pthread_mutex_init(&mutex_, nullptr); }
@@ -116,5 +139,3 @@ void Thread::Join() {
 }
 
 }  // namespace osprey::platform
-
-#endif  // OSPREY_HAVE_THREADS

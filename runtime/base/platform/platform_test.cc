@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/base/platform/platform_checks.h"
+
 #include <atomic>
 
 namespace osprey::platform {
@@ -51,6 +53,14 @@ TEST(PlatformTest, ThreadSignalsWaiter) {
     EXPECT_TRUE(shared.ready);
   }
   thread.Join();
+}
+
+// The checks every threaded port must pass (they also run on FreeRTOS under
+// QEMU, samples/rtos_loader). POSIX threads have no priorities to test.
+TEST(PlatformTest, ConformanceChecks) {
+  PlatformCheckOptions options;
+  options.verbose = true;
+  EXPECT_EQ(RunPlatformChecks(options), 0);
 }
 
 TEST(PlatformTest, DeadlineSaturates) {
