@@ -86,16 +86,16 @@ build_target() {
   esac
 
   echo "=== cross build: $target in $dir"
-  if [[ ! -f "$dir/build.ninja" || -n "${OSPREY_CROSS_CMAKE_ARGS:-}" ]]; then
-    mkdir -p "$dir"
-    cmake -S "$root" -B "$dir" -G Ninja \
-      -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/$toolchain.cmake" \
-      "${args[@]}" ${OSPREY_CROSS_CMAKE_ARGS:-} > "$dir/configure.log" 2>&1 || {
-        cat "$dir/configure.log" >&2
-        echo "cross_build.sh: configuring $target FAILED" >&2
-        return 1
-      }
-  fi
+  # Configured on every run, so a build folder made by an older version of
+  # this script gets the current options (cmake only redoes what changed).
+  mkdir -p "$dir"
+  cmake -S "$root" -B "$dir" -G Ninja \
+    -DCMAKE_TOOLCHAIN_FILE="$root/cmake/toolchains/$toolchain.cmake" \
+    "${args[@]}" ${OSPREY_CROSS_CMAKE_ARGS:-} > "$dir/configure.log" 2>&1 || {
+      cat "$dir/configure.log" >&2
+      echo "cross_build.sh: configuring $target FAILED" >&2
+      return 1
+    }
   local what="${OSPREY_CROSS_BUILD_TARGETS:-}"
   if [[ -z "$what" ]]; then
     what=all
