@@ -367,6 +367,8 @@ IntList Op::getIntList(llvm::StringRef name, IntList defaultValue) const {
   return a && a->isIntList() ? a->getIntList() : defaultValue;
 }
 
+bool Op::is(OpKind kind) const { return info_ && info_->kind == kind; }
+
 std::string Op::describe() const {
   std::string node = nodeName_.empty()
                          ? (results_.empty() ? std::string("?")

@@ -17,6 +17,7 @@
 namespace osprey::compiler::graph {
 
 struct OpInfo;
+enum class OpKind : uint8_t;
 
 //===----------------------------------------------------------------------===//
 // Types
@@ -179,7 +180,10 @@ private:
 class Op {
 public:
   const std::string &kind() const { return kind_; }
+  // The registry entry of kind(); null for a kind the registry does not know.
   const OpInfo *info() const { return info_; }
+  // Whether this op is a registered op of |kind|.
+  bool is(OpKind kind) const;
   const std::string &nodeName() const { return nodeName_; }
   void setNodeName(std::string name) { nodeName_ = std::move(name); }
 

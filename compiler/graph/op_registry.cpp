@@ -11,84 +11,100 @@ namespace {
 using TC = TypeConstraint;
 namespace r = rules;
 
-// name, operands min/max, results min/max, first-operand constraint, shape
-// rule, elementwise. Operand order follows ONNX opset 18.
+// kind, name, operands min/max, results min/max, first-operand constraint,
+// shape rule, elementwise. Operand order follows ONNX opset 18; entries are
+// in OpKind order.
+// clang-format off
 constexpr OpInfo kOps[] = {
     // Elementwise unary.
-    {"Relu", 1, 1, 1, 1, TC::Numeric, r::sameAsFirst, true},
-    {"LeakyRelu", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
-    {"Sigmoid", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
-    {"HardSigmoid", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
-    {"HardSwish", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
-    {"Tanh", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
-    {"Erf", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
-    {"Gelu", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
-    {"Sqrt", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
-    {"Reciprocal", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
-    {"Exp", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
-    {"Log", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
-    {"Abs", 1, 1, 1, 1, TC::Numeric, r::sameAsFirst, true},
-    {"Neg", 1, 1, 1, 1, TC::Numeric, r::sameAsFirst, true},
-    {"Identity", 1, 1, 1, 1, TC::Any, r::sameAsFirst, true},
-    {"Clip", 1, 3, 1, 1, TC::Numeric, r::sameAsFirst, true},
-    {"Cast", 1, 1, 1, 1, TC::Any, r::cast, true},
+    {OpKind::Relu, "Relu", 1, 1, 1, 1, TC::Numeric, r::sameAsFirst, true},
+    {OpKind::LeakyRelu, "LeakyRelu", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {OpKind::Sigmoid, "Sigmoid", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {OpKind::HardSigmoid, "HardSigmoid", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {OpKind::HardSwish, "HardSwish", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {OpKind::Tanh, "Tanh", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {OpKind::Erf, "Erf", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {OpKind::Gelu, "Gelu", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {OpKind::Sqrt, "Sqrt", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {OpKind::Reciprocal, "Reciprocal", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {OpKind::Exp, "Exp", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {OpKind::Log, "Log", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {OpKind::Abs, "Abs", 1, 1, 1, 1, TC::Numeric, r::sameAsFirst, true},
+    {OpKind::Neg, "Neg", 1, 1, 1, 1, TC::Numeric, r::sameAsFirst, true},
+    {OpKind::Identity, "Identity", 1, 1, 1, 1, TC::Any, r::sameAsFirst, true},
+    {OpKind::Clip, "Clip", 1, 3, 1, 1, TC::Numeric, r::sameAsFirst, true},
+    {OpKind::Cast, "Cast", 1, 1, 1, 1, TC::Any, r::cast, true},
     // Elementwise binary / ternary with broadcasting.
-    {"Add", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
-    {"Sub", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
-    {"Mul", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
-    {"Div", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
-    {"Pow", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
-    {"Equal", 2, 2, 1, 1, TC::Any, r::compare, true},
-    {"Less", 2, 2, 1, 1, TC::Numeric, r::compare, true},
-    {"Greater", 2, 2, 1, 1, TC::Numeric, r::compare, true},
-    {"Where", 3, 3, 1, 1, TC::Any, r::where, true},
+    {OpKind::Add, "Add", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
+    {OpKind::Sub, "Sub", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
+    {OpKind::Mul, "Mul", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
+    {OpKind::Div, "Div", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
+    {OpKind::Pow, "Pow", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
+    {OpKind::Equal, "Equal", 2, 2, 1, 1, TC::Any, r::compare, true},
+    {OpKind::Less, "Less", 2, 2, 1, 1, TC::Numeric, r::compare, true},
+    {OpKind::Greater, "Greater", 2, 2, 1, 1, TC::Numeric, r::compare, true},
+    {OpKind::Where, "Where", 3, 3, 1, 1, TC::Any, r::where, true},
     // Contractions and windows.
-    {"Conv", 2, 3, 1, 1, TC::Float, r::conv, false},
-    {"ConvTranspose", 2, 3, 1, 1, TC::Float, r::convTranspose, false},
-    {"Gemm", 2, 3, 1, 1, TC::Numeric, r::gemm, false},
-    {"MatMul", 2, 2, 1, 1, TC::Numeric, r::matmul, false},
-    {"MaxPool", 1, 1, 1, 1, TC::Numeric, r::pool, false},
-    {"AveragePool", 1, 1, 1, 1, TC::Float, r::pool, false},
-    {"GlobalAveragePool", 1, 1, 1, 1, TC::Float, r::globalPool, false},
+    {OpKind::Conv, "Conv", 2, 3, 1, 1, TC::Float, r::conv, false},
+    {OpKind::ConvTranspose, "ConvTranspose", 2, 3, 1, 1, TC::Float, r::convTranspose, false},
+    {OpKind::Gemm, "Gemm", 2, 3, 1, 1, TC::Numeric, r::gemm, false},
+    {OpKind::MatMul, "MatMul", 2, 2, 1, 1, TC::Numeric, r::matmul, false},
+    {OpKind::MaxPool, "MaxPool", 1, 1, 1, 1, TC::Numeric, r::pool, false},
+    {OpKind::AveragePool, "AveragePool", 1, 1, 1, 1, TC::Float, r::pool, false},
+    {OpKind::GlobalAveragePool, "GlobalAveragePool", 1, 1, 1, 1, TC::Float, r::globalPool, false},
     // Normalizations and reductions.
-    {"BatchNormalization", 5, 5, 1, 1, TC::Float, r::batchNorm, false},
-    {"LayerNormalization", 2, 3, 1, 3, TC::Float, r::layerNorm, false},
-    {"Softmax", 1, 1, 1, 1, TC::Float, r::softmax, false},
-    {"ReduceMean", 1, 2, 1, 1, TC::Numeric, r::reduce, false},
-    {"ReduceSum", 1, 2, 1, 1, TC::Numeric, r::reduce, false},
-    {"ReduceMax", 1, 2, 1, 1, TC::Numeric, r::reduce, false},
+    {OpKind::BatchNormalization, "BatchNormalization", 5, 5, 1, 1, TC::Float, r::batchNorm, false},
+    {OpKind::LayerNormalization, "LayerNormalization", 2, 3, 1, 3, TC::Float, r::layerNorm, false},
+    {OpKind::Softmax, "Softmax", 1, 1, 1, 1, TC::Float, r::softmax, false},
+    {OpKind::ReduceMean, "ReduceMean", 1, 2, 1, 1, TC::Numeric, r::reduce, false},
+    {OpKind::ReduceSum, "ReduceSum", 1, 2, 1, 1, TC::Numeric, r::reduce, false},
+    {OpKind::ReduceMax, "ReduceMax", 1, 2, 1, 1, TC::Numeric, r::reduce, false},
     // Data movement.
-    {"Flatten", 1, 1, 1, 1, TC::Any, r::flatten, false},
-    {"Reshape", 2, 2, 1, 1, TC::Any, r::reshape, false},
-    {"Transpose", 1, 1, 1, 1, TC::Any, r::transpose, false},
-    {"Concat", 1, -1, 1, 1, TC::Any, r::concat, false},
-    {"Split", 1, 2, 1, -1, TC::Any, r::split, false},
-    {"Slice", 3, 5, 1, 1, TC::Any, r::slice, false},
-    {"Squeeze", 1, 2, 1, 1, TC::Any, r::squeeze, false},
-    {"Unsqueeze", 2, 2, 1, 1, TC::Any, r::unsqueeze, false},
-    {"Gather", 2, 2, 1, 1, TC::Any, r::gather, false},
-    {"Pad", 2, 4, 1, 1, TC::Any, r::pad, false},
-    {"Expand", 2, 2, 1, 1, TC::Any, r::expand, false},
-    {"Resize", 1, 4, 1, 1, TC::Numeric, r::resize, false},
-    {"Shape", 1, 1, 1, 1, TC::Any, r::shape, false},
-    {"Constant", 0, 0, 1, 1, TC::Any, r::constant, false},
+    {OpKind::Flatten, "Flatten", 1, 1, 1, 1, TC::Any, r::flatten, false},
+    {OpKind::Reshape, "Reshape", 2, 2, 1, 1, TC::Any, r::reshape, false},
+    {OpKind::Transpose, "Transpose", 1, 1, 1, 1, TC::Any, r::transpose, false},
+    {OpKind::Concat, "Concat", 1, -1, 1, 1, TC::Any, r::concat, false},
+    {OpKind::Split, "Split", 1, 2, 1, -1, TC::Any, r::split, false},
+    {OpKind::Slice, "Slice", 3, 5, 1, 1, TC::Any, r::slice, false},
+    {OpKind::Squeeze, "Squeeze", 1, 2, 1, 1, TC::Any, r::squeeze, false},
+    {OpKind::Unsqueeze, "Unsqueeze", 2, 2, 1, 1, TC::Any, r::unsqueeze, false},
+    {OpKind::Gather, "Gather", 2, 2, 1, 1, TC::Any, r::gather, false},
+    {OpKind::Pad, "Pad", 2, 4, 1, 1, TC::Any, r::pad, false},
+    {OpKind::Expand, "Expand", 2, 2, 1, 1, TC::Any, r::expand, false},
+    {OpKind::Resize, "Resize", 1, 4, 1, 1, TC::Numeric, r::resize, false},
+    {OpKind::Shape, "Shape", 1, 1, 1, 1, TC::Any, r::shape, false},
+    {OpKind::Constant, "Constant", 0, 0, 1, 1, TC::Any, r::constant, false},
     // Quantization: ONNX operators (quantized_shape_rules.cpp).
-    {"QuantizeLinear", 2, 3, 1, 1, TC::Float, r::quantizeLinear, false},
-    {"DequantizeLinear", 2, 3, 1, 1, TC::Numeric, r::dequantizeLinear, false},
-    {"QLinearConv", 8, 9, 1, 1, TC::Numeric, r::qlinearConv, false},
-    {"QLinearMatMul", 8, 8, 1, 1, TC::Numeric, r::qlinearMatMul, false},
-    {"ConvInteger", 2, 4, 1, 1, TC::Numeric, r::convInteger, false},
-    {"MatMulInteger", 2, 4, 1, 1, TC::Numeric, r::matMulInteger, false},
+    {OpKind::QuantizeLinear, "QuantizeLinear", 2, 3, 1, 1, TC::Float, r::quantizeLinear, false},
+    {OpKind::DequantizeLinear, "DequantizeLinear", 2, 3, 1, 1, TC::Numeric, r::dequantizeLinear, false},
+    {OpKind::QLinearConv, "QLinearConv", 8, 9, 1, 1, TC::Numeric, r::qlinearConv, false},
+    {OpKind::QLinearMatMul, "QLinearMatMul", 8, 8, 1, 1, TC::Numeric, r::qlinearMatMul, false},
+    {OpKind::ConvInteger, "ConvInteger", 2, 4, 1, 1, TC::Numeric, r::convInteger, false},
+    {OpKind::MatMulInteger, "MatMulInteger", 2, 4, 1, 1, TC::Numeric, r::matMulInteger, false},
     // Canonical quantized ops written by the fuse-qdq pass.
-    {"QConv", 3, 5, 1, 1, TC::Numeric, r::qconv, false},
-    {"QMatMul", 3, 5, 1, 1, TC::Numeric, r::qmatmul, false},
-    {"QAdd", 2, 2, 1, 1, TC::Numeric, r::qbinary, false},
-    {"QMul", 2, 2, 1, 1, TC::Numeric, r::qbinary, false},
-    {"QRescale", 1, 1, 1, 1, TC::Numeric, r::qrescale, true},
-    {"QAveragePool", 1, 1, 1, 1, TC::Numeric, r::qpool, false},
+    {OpKind::QConv, "QConv", 3, 5, 1, 1, TC::Numeric, r::qconv, false},
+    {OpKind::QMatMul, "QMatMul", 3, 5, 1, 1, TC::Numeric, r::qmatmul, false},
+    {OpKind::QAdd, "QAdd", 2, 2, 1, 1, TC::Numeric, r::qbinary, false},
+    {OpKind::QMul, "QMul", 2, 2, 1, 1, TC::Numeric, r::qbinary, false},
+    {OpKind::QRescale, "QRescale", 1, 1, 1, 1, TC::Numeric, r::qrescale, true},
+    {OpKind::QAveragePool, "QAveragePool", 1, 1, 1, 1, TC::Numeric, r::qpool, false},
 };
+// clang-format on
+
+constexpr bool inKindOrder() {
+  unsigned i = 0;
+  for (const OpInfo &info : kOps) {
+    if (unsigned(info.kind) != i++) {
+      return false;
+    }
+  }
+  return i == kNumOpKinds;
+}
+static_assert(inKindOrder(), "kOps must list every OpKind once, in order");
 
 } // namespace
+
+const OpInfo &opInfo(OpKind kind) { return kOps[unsigned(kind)]; }
 
 const OpInfo *lookupOp(llvm::StringRef kind) {
   for (const OpInfo &info : kOps) {
@@ -151,7 +167,7 @@ absl::Status inferResultTypes(const Op &op, std::vector<TensorType> &out) {
 
 std::optional<std::vector<int64_t>> getConstantInts(const Value *value) {
   if (!value || !value->definingOp() ||
-      value->definingOp()->kind() != "Constant") {
+      !value->definingOp()->is(OpKind::Constant)) {
     return std::nullopt;
   }
   ElementType et = value->type().elementType();
@@ -170,7 +186,7 @@ std::optional<std::vector<double>> getConstantFloats(const Value *value) {
 
 bool isConstant(const Value *value) {
   return value && value->definingOp() &&
-         value->definingOp()->kind() == "Constant";
+         value->definingOp()->is(OpKind::Constant);
 }
 
 absl::Status broadcastShapes(llvm::ArrayRef<int64_t> a,
@@ -212,8 +228,8 @@ absl::Status normalizeAxis(int64_t &axis, int64_t rank, llvm::StringRef what) {
 
 bool resolveAutoPad(Op &op) {
   std::string autoPad = op.getString("auto_pad", "NOTSET");
-  bool window = op.kind() == "Conv" || op.kind() == "MaxPool" ||
-                op.kind() == "AveragePool";
+  bool window = op.is(OpKind::Conv) || op.is(OpKind::MaxPool) ||
+                op.is(OpKind::AveragePool);
   if (!window || (autoPad != "SAME_UPPER" && autoPad != "SAME_LOWER" &&
                   autoPad != "VALID")) {
     return false;
@@ -226,7 +242,7 @@ bool resolveAutoPad(Op &op) {
   }
   size_t spatial = x.rank() - 2;
   IntList kernel = op.getIntList("kernel_shape");
-  if (op.kind() == "Conv") {
+  if (op.is(OpKind::Conv)) {
     const TensorType &w = op.operand(1)->type();
     if (!w.hasStaticShape() || w.rank() != x.rank()) {
       return false;

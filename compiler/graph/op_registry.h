@@ -11,6 +11,32 @@
 
 namespace osprey::compiler::graph {
 
+// Every registered op kind, in registry order. Code that branches on what an
+// op is compares kinds (Op::is), not names.
+// clang-format off
+enum class OpKind : uint8_t {
+  // Elementwise unary.
+  Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Erf, Gelu, Sqrt,
+  Reciprocal, Exp, Log, Abs, Neg, Identity, Clip, Cast,
+  // Elementwise binary / ternary with broadcasting.
+  Add, Sub, Mul, Div, Pow, Equal, Less, Greater, Where,
+  // Contractions and windows.
+  Conv, ConvTranspose, Gemm, MatMul, MaxPool, AveragePool, GlobalAveragePool,
+  // Normalizations and reductions.
+  BatchNormalization, LayerNormalization, Softmax, ReduceMean, ReduceSum,
+  ReduceMax,
+  // Data movement.
+  Flatten, Reshape, Transpose, Concat, Split, Slice, Squeeze, Unsqueeze, Gather,
+  Pad, Expand, Resize, Shape, Constant,
+  // Quantization: ONNX operators.
+  QuantizeLinear, DequantizeLinear, QLinearConv, QLinearMatMul, ConvInteger,
+  MatMulInteger,
+  // Canonical quantized ops written by the fuse-qdq pass.
+  QConv, QMatMul, QAdd, QMul, QRescale, QAveragePool,
+};
+// clang-format on
+constexpr unsigned kNumOpKinds = unsigned(OpKind::QAveragePool) + 1;
+
 // What element types the first operand may have.
 enum class TypeConstraint : uint8_t {
   Any,     // any element type
@@ -25,6 +51,7 @@ enum class TypeConstraint : uint8_t {
 using ShapeRule = absl::Status (*)(const Op &op, std::vector<TensorType> &out);
 
 struct OpInfo {
+  OpKind kind;
   const char *name;
   int minOperands;
   int maxOperands; // -1: variadic
@@ -37,6 +64,8 @@ struct OpInfo {
 
 // Returns the registry entry for |kind|, or null when the kind is unknown.
 const OpInfo *lookupOp(llvm::StringRef kind);
+// The registry entry of |kind|.
+const OpInfo &opInfo(OpKind kind);
 // All registered kinds, in registry order.
 std::vector<const OpInfo *> allOps();
 

@@ -96,10 +96,12 @@ private:
     if (kind.empty()) {
       return error("expected an op kind");
     }
-    if (!lookupOp(kind)) {
+    const OpInfo *info = lookupOp(kind);
+    if (!info) {
       pos_ = kindPos;
       return error("unknown op kind '" + kind + "'");
     }
+    bool isConstant = info->kind == OpKind::Constant;
     COMPILER_RETURN_IF_ERROR(expect('('));
     std::vector<Value *> operands;
     if (!consume(')')) {
@@ -129,7 +131,7 @@ private:
           COMPILER_RETURN_IF_ERROR(expect('='));
           skipSpace();
           if (peekKeyword("dense")) {
-            if (kind != "Constant" || name != "value") {
+            if (!isConstant || name != "value") {
               return error("dense literals are only valid as Constant value");
             }
             DenseLiteral lit;
@@ -166,7 +168,7 @@ private:
     Op *op = graph.createOp(kind, std::move(operands), types, std::move(attrs),
                             nullptr, resultNames);
     op->setNodeName(loc);
-    if (kind == "Constant") {
+    if (isConstant) {
       if (!dense) {
         return error("Constant needs a value = dense<...> attribute");
       }

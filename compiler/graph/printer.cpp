@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "compiler/graph/ir_text.h"
+#include "compiler/graph/op_registry.h"
 
 namespace osprey::compiler::graph {
 namespace {
@@ -190,7 +191,7 @@ private:
       }
     }
     os_ << ")";
-    bool isConstant = op.kind() == "Constant";
+    bool isConstant = op.is(OpKind::Constant);
     if (isConstant || !op.attributes().empty()) {
       os_ << " {";
       bool first = true;

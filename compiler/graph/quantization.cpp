@@ -217,7 +217,7 @@ absl::StatusOr<QuantParams> readQuantParams(const Value *scale,
 
 absl::StatusOr<DenseData> evaluateQuantizeOp(const Op &op,
                                              const TensorType &resultType) {
-  bool quantize = op.kind() == "QuantizeLinear";
+  bool quantize = op.is(OpKind::QuantizeLinear);
   const Value *x = op.operand(0);
   ElementType qType =
       quantize ? resultType.elementType() : x->type().elementType();

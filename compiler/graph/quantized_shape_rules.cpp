@@ -6,6 +6,7 @@
 // import naming the node.
 #include <string>
 
+#include "compiler/graph/op_registry.h"
 #include "compiler/graph/quantization.h"
 #include "compiler/graph/shape_rules.h"
 #include "compiler/graph/status.h"
@@ -373,7 +374,7 @@ absl::Status qbinary(const Op &op, std::vector<TensorType> &out) {
   for (const char *zp : {"a_zero_point", "b_zero_point", "y_zero_point"}) {
     COMPILER_RETURN_IF_ERROR(checkZeroPoint(op, zp, ElementType::I8));
   }
-  if (op.kind() == "QAdd") {
+  if (op.is(OpKind::QAdd)) {
     COMPILER_RETURN_IF_ERROR(checkIntAttr(op, "left_shift", 20, 0, 20));
     COMPILER_RETURN_IF_ERROR(
         checkMultiplierAttrs(op, "a_multiplier", "a_shift"));

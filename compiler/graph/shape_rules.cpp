@@ -129,7 +129,7 @@ absl::Status checkVector(const Op &op, unsigned i, int64_t n,
 
 absl::Status sameAsFirst(const Op &op, std::vector<TensorType> &out) {
   const TensorType &t = typeOf(op, 0);
-  if (op.kind() == "Clip") {
+  if (op.is(OpKind::Clip)) {
     for (unsigned i = 1; i < op.numOperands(); ++i) {
       if (op.operand(i) && typeOf(op, i).hasRank() &&
           typeOf(op, i).rank() != 0) {
@@ -137,7 +137,7 @@ absl::Status sameAsFirst(const Op &op, std::vector<TensorType> &out) {
       }
     }
   }
-  if (op.kind() == "Gelu") {
+  if (op.is(OpKind::Gelu)) {
     std::string approx = op.getString("approximate", "none");
     if (approx != "none" && approx != "tanh") {
       return err("unknown approximate '" + approx + "'");
@@ -149,7 +149,7 @@ absl::Status sameAsFirst(const Op &op, std::vector<TensorType> &out) {
 
 absl::Status broadcast(const Op &op, std::vector<TensorType> &out) {
   const TensorType &a = typeOf(op, 0), &b = typeOf(op, 1);
-  if (op.kind() != "Pow" && a.elementType() != b.elementType()) {
+  if (!op.is(OpKind::Pow) && a.elementType() != b.elementType()) {
     return err("operand element types differ (" +
                elementTypeName(a.elementType()).str() + " vs " +
                elementTypeName(b.elementType()).str() + ")");

@@ -8,7 +8,7 @@
 #include "compiler/graph/passes/pass_manager.h"
 #include "compiler/import/onnx/importer.h"
 #include "compiler/structured/fusion.h"
-#include "compiler/structured/lower_graph.h"
+#include "compiler/structured/lowering/lower_graph.h"
 #include "compiler/targets/llvm_cpu/library.h"
 #include "compiler/targets/llvm_cpu/winograd_conv.h"
 #include "compiler/vm_backend/module_emitter.h"
@@ -250,7 +250,7 @@ int main(int argc, char **argv) {
   if (!dumpAfter.empty() || outputFormat == "graph-ir") {
     return writeIr(g);
   }
-  auto program = structured::lowerToStructured(g);
+  auto program = structured::lowering::lowerToStructured(g);
   if (!program.ok()) {
     return fail(program.status());
   }

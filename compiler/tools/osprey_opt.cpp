@@ -4,7 +4,7 @@
 #include "compiler/graph/passes/pass_manager.h"
 #include "compiler/graph/verifier.h"
 #include "compiler/structured/fusion.h"
-#include "compiler/structured/lower_graph.h"
+#include "compiler/structured/lowering/lower_graph.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -106,7 +106,8 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (lowerStructured || fuse || formDispatch || planMemoryFlag) {
-    auto program = osprey::compiler::structured::lowerToStructured(**graph);
+    auto program =
+        osprey::compiler::structured::lowering::lowerToStructured(**graph);
     if (!program.ok()) {
       return fail(program.status());
     }

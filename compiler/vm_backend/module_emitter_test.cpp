@@ -13,14 +13,14 @@
 #include "compiler/dispatch/dispatch_ir.h"
 #include "compiler/graph/ir_text.h"
 #include "compiler/structured/fusion.h"
-#include "compiler/structured/lower_graph.h"
+#include "compiler/structured/lowering/lower_graph.h"
 #include "compiler/targets/llvm_cpu/library.h"
 #include "drivers/init.h"
-#include "gtest/gtest.h"
 #include "hal/api.h"
 #include "runtime/modules/hal/hal_module.h"
 #include "vm/api.h"
 #include "vm/builder/module_builder.h"
+#include "gtest/gtest.h"
 
 namespace osprey::compiler::vm_backend {
 namespace {
@@ -103,7 +103,7 @@ protected:
   void SetUp() override {
     auto graph = graph::parseGraph(graphText(), "test");
     ASSERT_TRUE(graph.ok()) << graph.status().message();
-    auto program = structured::lowerToStructured(**graph);
+    auto program = structured::lowering::lowerToStructured(**graph);
     ASSERT_TRUE(program.ok()) << program.status().message();
     ASSERT_TRUE(structured::fuseAndTile(*program).ok());
     auto d = dispatch::formDispatchRegions(std::move(*program));

@@ -7,14 +7,14 @@ namespace osprey::compiler::graph {
 
 absl::Status ConstantFoldingPass::run(Graph &graph) {
   for (Op *op : graph.opList()) {
-    if (op->kind() == "Constant") {
+    if (op->is(OpKind::Constant)) {
       continue;
     }
-    bool foldable = op->kind() == "Shape"
+    bool foldable = op->is(OpKind::Shape)
                         ? op->operand(0)->type().hasStaticShape()
                         : op->numOperands() > 0;
     for (Value *operand : op->operands()) {
-      foldable &= op->kind() == "Shape" || !operand || isConstant(operand);
+      foldable &= op->is(OpKind::Shape) || !operand || isConstant(operand);
     }
     if (!foldable) {
       continue;
@@ -30,8 +30,7 @@ absl::Status ConstantFoldingPass::run(Graph &graph) {
       bytes += result->type().numElements() *
                elementByteSize(result->type().elementType());
     }
-    if (!foldable ||
-        (bytes > maxBytes_ && !isStorageSharingOp(op->kind()))) {
+    if (!foldable || (bytes > maxBytes_ && !isStorageSharingOp(*op))) {
       continue;
     }
     auto folded = evaluateOp(*op, types);

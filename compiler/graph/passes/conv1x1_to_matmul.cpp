@@ -34,7 +34,7 @@ bool isPointwiseConv(const Op &conv) {
 
 absl::Status Conv1x1ToMatMulPass::run(Graph &graph) {
   for (Op *conv : graph.opList()) {
-    if (conv->kind() != "Conv" || !isPointwiseConv(*conv)) {
+    if (!conv->is(OpKind::Conv) || !isPointwiseConv(*conv)) {
       continue;
     }
     Value *x = conv->operand(0);

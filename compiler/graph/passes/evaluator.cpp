@@ -38,48 +38,102 @@ int64_t broadcastIndex(int64_t linear, llvm::ArrayRef<int64_t> out,
 }
 
 double applyUnary(const Op &op, double x) {
-  const std::string &k = op.kind();
-  if (k == "Relu") return x > 0 ? x : 0;
-  if (k == "Neg") return -x;
-  if (k == "Abs") return std::fabs(x);
-  if (k == "Sqrt") return std::sqrt(x);
-  if (k == "Reciprocal") return 1.0 / x;
-  if (k == "Exp") return std::exp(x);
-  if (k == "Log") return std::log(x);
-  if (k == "Tanh") return std::tanh(x);
-  if (k == "Erf") return std::erf(x);
-  if (k == "Sigmoid") return 1.0 / (1.0 + std::exp(-x));
-  if (k == "LeakyRelu") return x >= 0 ? x : x * op.getFloat("alpha", 0.01);
-  if (k == "HardSigmoid") {
+  switch (op.info()->kind) {
+  case OpKind::Relu:
+    return x > 0 ? x : 0;
+  case OpKind::Neg:
+    return -x;
+  case OpKind::Abs:
+    return std::fabs(x);
+  case OpKind::Sqrt:
+    return std::sqrt(x);
+  case OpKind::Reciprocal:
+    return 1.0 / x;
+  case OpKind::Exp:
+    return std::exp(x);
+  case OpKind::Log:
+    return std::log(x);
+  case OpKind::Tanh:
+    return std::tanh(x);
+  case OpKind::Erf:
+    return std::erf(x);
+  case OpKind::Sigmoid:
+    return 1.0 / (1.0 + std::exp(-x));
+  case OpKind::LeakyRelu:
+    return x >= 0 ? x : x * op.getFloat("alpha", 0.01);
+  case OpKind::HardSigmoid:
     return std::clamp(op.getFloat("alpha", 0.2) * x + op.getFloat("beta", 0.5),
                       0.0, 1.0);
+  case OpKind::HardSwish:
+    return x * std::clamp(x / 6.0 + 0.5, 0.0, 1.0);
+  default:
+    return x; // Identity, Cast
   }
-  if (k == "HardSwish") return x * std::clamp(x / 6.0 + 0.5, 0.0, 1.0);
-  return x; // Identity, Cast
 }
 
-bool isUnary(llvm::StringRef k) {
-  return k == "Relu" || k == "Neg" || k == "Abs" || k == "Sqrt" ||
-         k == "Reciprocal" || k == "Exp" || k == "Log" || k == "Tanh" ||
-         k == "Erf" || k == "Sigmoid" || k == "LeakyRelu" ||
-         k == "HardSigmoid" || k == "HardSwish" || k == "Identity" ||
-         k == "Cast";
+bool isUnary(OpKind k) {
+  switch (k) {
+  case OpKind::Relu:
+  case OpKind::Neg:
+  case OpKind::Abs:
+  case OpKind::Sqrt:
+  case OpKind::Reciprocal:
+  case OpKind::Exp:
+  case OpKind::Log:
+  case OpKind::Tanh:
+  case OpKind::Erf:
+  case OpKind::Sigmoid:
+  case OpKind::LeakyRelu:
+  case OpKind::HardSigmoid:
+  case OpKind::HardSwish:
+  case OpKind::Identity:
+  case OpKind::Cast:
+    return true;
+  default:
+    return false;
+  }
 }
 
-double applyBinary(llvm::StringRef k, double a, double b, bool isInt) {
-  if (k == "Add") return a + b;
-  if (k == "Sub") return a - b;
-  if (k == "Mul") return a * b;
-  if (k == "Div") {
+// Binary elementwise kinds and Where.
+bool isBroadcasting(OpKind k) {
+  switch (k) {
+  case OpKind::Add:
+  case OpKind::Sub:
+  case OpKind::Mul:
+  case OpKind::Div:
+  case OpKind::Pow:
+  case OpKind::Equal:
+  case OpKind::Less:
+  case OpKind::Greater:
+  case OpKind::Where:
+    return true;
+  default:
+    return false;
+  }
+}
+
+double applyBinary(OpKind k, double a, double b, bool isInt) {
+  switch (k) {
+  case OpKind::Add:
+    return a + b;
+  case OpKind::Sub:
+    return a - b;
+  case OpKind::Mul:
+    return a * b;
+  case OpKind::Div:
     if (isInt) {
       return b == 0 ? 0 : std::trunc(a / b);
     }
     return a / b;
+  case OpKind::Pow:
+    return std::pow(a, b);
+  case OpKind::Equal:
+    return a == b;
+  case OpKind::Less:
+    return a < b;
+  default:
+    return a > b; // Greater
   }
-  if (k == "Pow") return std::pow(a, b);
-  if (k == "Equal") return a == b;
-  if (k == "Less") return a < b;
-  return a > b; // Greater
 }
 
 DenseData fromValues(ElementType et, const std::vector<double> &values) {
@@ -112,21 +166,25 @@ DenseData gatherBytes(const DenseData &in, ElementType et, int64_t count,
 
 } // namespace
 
-bool isStorageSharingOp(llvm::StringRef kind) {
-  return kind == "Reshape" || kind == "Flatten" || kind == "Squeeze" ||
-         kind == "Unsqueeze" || kind == "Identity";
+bool isStorageSharingOp(const Op &op) {
+  return op.is(OpKind::Reshape) || op.is(OpKind::Flatten) ||
+         op.is(OpKind::Squeeze) || op.is(OpKind::Unsqueeze) ||
+         op.is(OpKind::Identity);
 }
 
 absl::StatusOr<std::vector<DenseData>>
 evaluateOp(const Op &op, const std::vector<TensorType> &resultTypes) {
-  const std::string &k = op.kind();
+  if (!op.info()) {
+    return absl::UnimplementedError("no constant evaluator for " + op.kind());
+  }
+  const OpKind k = op.info()->kind;
   const TensorType &outType = resultTypes[0];
   ElementType outEt = outType.elementType();
   int64_t count = outType.numElements();
   if (count < 0) {
     return absl::UnimplementedError("result shape is not static");
   }
-  if (k == "Shape") {
+  if (k == OpKind::Shape) {
     const TensorType &t = op.operand(0)->type();
     int64_t r = t.rank();
     int64_t start = op.getInt("start", 0), end = op.getInt("end", r);
@@ -142,13 +200,13 @@ evaluateOp(const Op &op, const std::vector<TensorType> &resultTypes) {
     }
   }
   const Value *x = op.operand(0);
-  if (isStorageSharingOp(k)) {
+  if (isStorageSharingOp(op)) {
     return std::vector<DenseData>{x->definingOp()->value()};
   }
   if (outEt == ElementType::F16 || outEt == ElementType::BF16) {
     return absl::UnimplementedError("16-bit float folding is not supported");
   }
-  if (k == "QuantizeLinear" || k == "DequantizeLinear") {
+  if (k == OpKind::QuantizeLinear || k == OpKind::DequantizeLinear) {
     COMPILER_ASSIGN_OR_RETURN(DenseData data, evaluateQuantizeOp(op, outType));
     return std::vector<DenseData>{std::move(data)};
   }
@@ -159,7 +217,7 @@ evaluateOp(const Op &op, const std::vector<TensorType> &resultTypes) {
     }
     return std::vector<DenseData>{fromValues(outEt, values)};
   }
-  if (k == "Clip") {
+  if (k == OpKind::Clip) {
     std::vector<double> values = valuesOf(op, 0);
     double lo = -INFINITY, hi = INFINITY;
     if (op.operand(1)) {
@@ -173,8 +231,7 @@ evaluateOp(const Op &op, const std::vector<TensorType> &resultTypes) {
     }
     return std::vector<DenseData>{fromValues(outEt, values)};
   }
-  if (k == "Add" || k == "Sub" || k == "Mul" || k == "Div" || k == "Pow" ||
-      k == "Equal" || k == "Less" || k == "Greater" || k == "Where") {
+  if (isBroadcasting(k)) {
     unsigned n = op.numOperands();
     std::vector<std::vector<double>> ins;
     std::vector<std::vector<int64_t>> strides;
@@ -183,10 +240,9 @@ evaluateOp(const Op &op, const std::vector<TensorType> &resultTypes) {
       strides.push_back(stridesOf(op.operand(i)->type().dims()));
     }
     std::vector<int64_t> outStrides = stridesOf(outType.dims());
-    bool isInt = !isFloatType(op.operand(k == "Where" ? 1 : 0)
-                                  ->type()
-                                  .elementType());
-    if (isInt && k == "Div") {
+    bool isInt = !isFloatType(
+        op.operand(k == OpKind::Where ? 1 : 0)->type().elementType());
+    if (isInt && k == OpKind::Div) {
       for (double v : ins[1]) {
         if (v == 0) {
           return op.emitError("integer division by zero in constant data");
@@ -195,14 +251,14 @@ evaluateOp(const Op &op, const std::vector<TensorType> &resultTypes) {
     }
     std::vector<double> out(count);
     for (int64_t i = 0; i < count; ++i) {
-      double v[3];
+      double v[3] = {0, 0, 0};
       for (unsigned j = 0; j < n; ++j) {
         v[j] = ins[j][broadcastIndex(i, outType.dims(), outStrides,
                                      op.operand(j)->type().dims(),
                                      strides[j])];
       }
-      out[i] = k == "Where" ? (v[0] != 0 ? v[1] : v[2])
-                            : applyBinary(k, v[0], v[1], isInt);
+      out[i] = k == OpKind::Where ? (v[0] != 0 ? v[1] : v[2])
+                                  : applyBinary(k, v[0], v[1], isInt);
     }
     return std::vector<DenseData>{fromValues(outEt, out)};
   }
@@ -210,7 +266,7 @@ evaluateOp(const Op &op, const std::vector<TensorType> &resultTypes) {
   llvm::ArrayRef<int64_t> inDims = x->type().dims();
   std::vector<int64_t> inStrides = stridesOf(inDims);
   std::vector<int64_t> outStrides = stridesOf(outType.dims());
-  if (k == "Transpose") {
+  if (k == OpKind::Transpose) {
     std::vector<int64_t> perm = op.getIntList("perm");
     if (perm.empty()) {
       for (int64_t i = x->type().rank() - 1; i >= 0; --i) {
@@ -226,14 +282,14 @@ evaluateOp(const Op &op, const std::vector<TensorType> &resultTypes) {
           return src;
         })};
   }
-  if (k == "Expand") {
+  if (k == OpKind::Expand) {
     return std::vector<DenseData>{
         gatherBytes(data, outEt, count, [&](int64_t i) {
           return broadcastIndex(i, outType.dims(), outStrides, inDims,
                                 inStrides);
         })};
   }
-  if (k == "Gather") {
+  if (k == OpKind::Gather) {
     int64_t axis = op.getInt("axis", 0);
     if (axis < 0) {
       axis += x->type().rank();
@@ -259,7 +315,7 @@ evaluateOp(const Op &op, const std::vector<TensorType> &resultTypes) {
           return (outer * extent + idx) * inner + innerPos;
         })};
   }
-  if (k == "Concat") {
+  if (k == OpKind::Concat) {
     int64_t axis = op.getInt("axis", 0);
     if (axis < 0) {
       axis += outType.rank();
@@ -281,7 +337,7 @@ evaluateOp(const Op &op, const std::vector<TensorType> &resultTypes) {
     }
     return std::vector<DenseData>{DenseData::fromBytes(std::move(out))};
   }
-  if (k == "Slice") {
+  if (k == OpKind::Slice) {
     std::vector<double> starts = valuesOf(op, 1);
     std::vector<int64_t> begin(inDims.size(), 0), step(inDims.size(), 1);
     for (size_t i = 0; i < starts.size(); ++i) {
@@ -307,7 +363,7 @@ evaluateOp(const Op &op, const std::vector<TensorType> &resultTypes) {
           return src;
         })};
   }
-  return absl::UnimplementedError("no constant evaluator for " + k);
+  return absl::UnimplementedError("no constant evaluator for " + op.kind());
 }
 
 } // namespace osprey::compiler::graph

@@ -17,8 +17,8 @@ namespace osprey::compiler::graph {
 absl::StatusOr<std::vector<DenseData>>
 evaluateOp(const Op &op, const std::vector<TensorType> &resultTypes);
 
-// True if evaluateOp returns views of the operand storage for this op kind.
-bool isStorageSharingOp(llvm::StringRef kind);
+// True if evaluateOp returns views of the operand storage for |op|'s kind.
+bool isStorageSharingOp(const Op &op);
 
 } // namespace osprey::compiler::graph
 

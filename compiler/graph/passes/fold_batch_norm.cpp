@@ -33,7 +33,7 @@ std::optional<ChannelAffine> readBatchNorm(const Op &bn) {
 // Rewrites |producer| (Conv or Gemm) feeding |bn| with scaled weights and a
 // new bias; returns false when the pattern does not apply.
 bool foldInto(Graph &graph, Op *producer, Op *bn, const ChannelAffine &bnAff) {
-  bool isConv = producer->kind() == "Conv";
+  bool isConv = producer->is(OpKind::Conv);
   const TensorType &wType = producer->operand(1)->type();
   auto weights = getConstantFloats(producer->operand(1));
   if (!weights || !wType.hasStaticShape()) {
@@ -106,12 +106,12 @@ bool foldInto(Graph &graph, Op *producer, Op *bn, const ChannelAffine &bnAff) {
 
 absl::Status FoldBatchNormPass::run(Graph &graph) {
   for (Op *bn : graph.opList()) {
-    if (bn->kind() != "BatchNormalization") {
+    if (!bn->is(OpKind::BatchNormalization)) {
       continue;
     }
     Op *producer = bn->operand(0)->definingOp();
     if (!producer ||
-        (producer->kind() != "Conv" && producer->kind() != "Gemm") ||
+        (!producer->is(OpKind::Conv) && !producer->is(OpKind::Gemm)) ||
         graph.users(producer->result()).size() != 1 ||
         graph.isOutput(producer->result()) ||
         !isFloatType(bn->result()->type().elementType())) {

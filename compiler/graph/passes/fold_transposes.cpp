@@ -1,4 +1,5 @@
 // Composes, cancels and absorbs transposes.
+#include "compiler/graph/op_registry.h"
 #include "compiler/graph/passes/passes.h"
 
 namespace osprey::compiler::graph {
@@ -27,10 +28,10 @@ bool isIdentityPerm(const IntList &perm) {
 
 absl::Status FoldTransposesPass::run(Graph &graph) {
   for (Op *op : graph.opList()) {
-    if (op->kind() == "Transpose" && op->operand(0)->type().hasRank()) {
+    if (op->is(OpKind::Transpose) && op->operand(0)->type().hasRank()) {
       IntList perm = permOf(*op);
       Op *inner = op->operand(0)->definingOp();
-      if (inner && inner->kind() == "Transpose") {
+      if (inner && inner->is(OpKind::Transpose)) {
         // out[i] = mid[perm[i]] = in[innerPerm[perm[i]]].
         IntList innerPerm = permOf(*inner);
         IntList composed;
@@ -48,10 +49,10 @@ absl::Status FoldTransposesPass::run(Graph &graph) {
       }
       continue;
     }
-    if (op->kind() == "Gemm") {
+    if (op->is(OpKind::Gemm)) {
       for (unsigned i = 0; i < 2; ++i) {
         Op *t = op->operand(i)->definingOp();
-        if (t && t->kind() == "Transpose" && permOf(*t) == IntList{1, 0}) {
+        if (t && t->is(OpKind::Transpose) && permOf(*t) == IntList{1, 0}) {
           const char *attr = i == 0 ? "transA" : "transB";
           op->setOperand(i, t->operand(0));
           op->setAttr(attr, int64_t(op->getInt(attr, 0) == 0 ? 1 : 0));

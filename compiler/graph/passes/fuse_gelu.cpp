@@ -79,7 +79,7 @@ Value *matchErfArgument(const Graph &graph, const Op &erf) {
   if (!scale) {
     return nullptr;
   }
-  if (scale->kind() == "Div" && scale->numOperands() == 2 &&
+  if (scale->is(OpKind::Div) && scale->numOperands() == 2 &&
       isScalarConstant(scale->operand(1), M_SQRT2)) {
     return scale->operand(0);
   }
@@ -93,12 +93,12 @@ bool isCube(const Graph &graph, const Value *cube, const Value *x,
   if (!op || op->numOperands() != 2) {
     return false;
   }
-  if (op->kind() == "Pow") {
+  if (op->is(OpKind::Pow)) {
     return op->operand(0) == x && isScalarConstant(op->operand(1), 3.0);
   }
   Value *square = otherOperand(op, "Mul", x);
   Op *sq = square ? producerFor(graph, square, op) : nullptr;
-  return sq && sq->kind() == "Mul" && sq->operand(0) == x &&
+  return sq && sq->is(OpKind::Mul) && sq->operand(0) == x &&
          sq->operand(1) == x;
 }
 
@@ -107,7 +107,7 @@ Value *matchTanhArgument(const Graph &graph, const Op &tanh) {
   Op *scale = producerFor(graph, tanh.operand(0), &tanh);
   Value *sum = scalarOperand(scale, "Mul", std::sqrt(2.0 / M_PI));
   Op *add = sum ? producerFor(graph, sum, scale) : nullptr;
-  if (!add || add->kind() != "Add" || add->numOperands() != 2) {
+  if (!add || !add->is(OpKind::Add) || add->numOperands() != 2) {
     return nullptr;
   }
   for (unsigned i = 0; i < 2; ++i) {
@@ -150,8 +150,8 @@ Op *matchGeluTail(const Graph &graph, const Op &act, const Value *x) {
 
 absl::Status FuseGeluPass::run(Graph &graph) {
   for (Op *op : graph.opList()) {
-    bool erf = op->kind() == "Erf";
-    if (!erf && op->kind() != "Tanh") {
+    bool erf = op->is(OpKind::Erf);
+    if (!erf && !op->is(OpKind::Tanh)) {
       continue;
     }
     Value *x = erf ? matchErfArgument(graph, *op)

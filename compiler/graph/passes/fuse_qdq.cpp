@@ -65,9 +65,10 @@ struct Output {
   float lo = -INFINITY, hi = INFINITY;
 };
 
-bool isLayoutOp(llvm::StringRef k) {
-  return k == "Reshape" || k == "Flatten" || k == "Transpose" ||
-         k == "Squeeze" || k == "Unsqueeze" || k == "MaxPool";
+bool isLayoutOp(const Op &op) {
+  return op.is(OpKind::Reshape) || op.is(OpKind::Flatten) ||
+         op.is(OpKind::Transpose) || op.is(OpKind::Squeeze) ||
+         op.is(OpKind::Unsqueeze) || op.is(OpKind::MaxPool);
 }
 
 std::optional<IntTensor> constantInts(const Value *v) {
@@ -80,8 +81,8 @@ std::optional<IntTensor> constantInts(const Value *v) {
 
 // The parameters of QuantizeLinear or DequantizeLinear |op| (constant ones).
 std::optional<QuantParams> paramsOf(const Op *op) {
-  bool q = op->kind() == "QuantizeLinear";
-  if (!q && op->kind() != "DequantizeLinear") {
+  bool q = op->is(OpKind::QuantizeLinear);
+  if (!q && !op->is(OpKind::DequantizeLinear)) {
     return std::nullopt;
   }
   ET type = q ? op->result()->type().elementType()
@@ -178,10 +179,10 @@ public:
   absl::Status run() {
     bool quantized = false;
     for (const auto &op : g_.ops()) {
-      const std::string &k = op->kind();
-      quantized |= k == "QuantizeLinear" || k == "DequantizeLinear" ||
-                   k == "QLinearConv" || k == "QLinearMatMul" ||
-                   k == "ConvInteger" || k == "MatMulInteger";
+      quantized |=
+          op->is(OpKind::QuantizeLinear) || op->is(OpKind::DequantizeLinear) ||
+          op->is(OpKind::QLinearConv) || op->is(OpKind::QLinearMatMul) ||
+          op->is(OpKind::ConvInteger) || op->is(OpKind::MatMulInteger);
     }
     if (!quantized) {
       return absl::OkStatus();
@@ -200,7 +201,7 @@ public:
       }
     }
     for (Op *op : snapshot()) {
-      if (alive(op) && op->kind() == "QuantizeLinear") {
+      if (alive(op) && op->is(OpKind::QuantizeLinear)) {
         COMPILER_RETURN_IF_ERROR(rewriteRequantize(op));
       }
     }
@@ -264,7 +265,7 @@ private:
   // |v| as the result of a DequantizeLinear with constant parameters.
   std::optional<QValue> dequantized(Value *v) const {
     Op *op = v ? v->definingOp() : nullptr;
-    if (!op || op->kind() != "DequantizeLinear") {
+    if (!op || !op->is(OpKind::DequantizeLinear)) {
       return std::nullopt;
     }
     auto p = paramsOf(op);
@@ -288,7 +289,7 @@ private:
       if (!u || u->operand(0) != v) {
         return std::nullopt;
       }
-      if (u->kind() == "QuantizeLinear") {
+      if (u->is(OpKind::QuantizeLinear)) {
         auto p = paramsOf(u);
         if (!p || !p->perTensor()) {
           return std::nullopt;
@@ -299,9 +300,9 @@ private:
         return out;
       }
       float clo = -INFINITY, chi = INFINITY;
-      if (u->kind() == "Relu") {
+      if (u->is(OpKind::Relu)) {
         clo = 0;
-      } else if (u->kind() == "Clip") {
+      } else if (u->is(OpKind::Clip)) {
         for (unsigned i = 1; i < 3; ++i) {
           if (!u->operand(i)) {
             continue;
@@ -475,7 +476,7 @@ private:
       return std::nullopt; // i8/u8 bias: not an accumulator-scale bias
     }
     Op *def = b->definingOp();
-    if (def && def->kind() == "DequantizeLinear" &&
+    if (def && def->is(OpKind::DequantizeLinear) &&
         def->operand(0)->type().elementType() == ET::I32) {
       auto p = paramsOf(def);
       auto values = getConstantInts(def->operand(0));
@@ -596,13 +597,12 @@ private:
   //===------------------------------------------------------------------===//
 
   absl::Status rewriteOperatorForm(Op *f) {
-    const std::string &k = f->kind();
-    if (k != "QLinearConv" && k != "QLinearMatMul" && k != "ConvInteger" &&
-        k != "MatMulInteger") {
+    if (!f->is(OpKind::QLinearConv) && !f->is(OpKind::QLinearMatMul) &&
+        !f->is(OpKind::ConvInteger) && !f->is(OpKind::MatMulInteger)) {
       return absl::OkStatus();
     }
-    bool conv = k == "QLinearConv" || k == "ConvInteger";
-    bool linear = k == "QLinearConv" || k == "QLinearMatMul";
+    bool conv = f->is(OpKind::QLinearConv) || f->is(OpKind::ConvInteger);
+    bool linear = f->is(OpKind::QLinearConv) || f->is(OpKind::QLinearMatMul);
     unsigned wIndex = linear ? 3 : 1;
     Value *x = f->operand(0), *w = f->operand(wIndex);
     QValue xq{x}, wq{w};
@@ -673,23 +673,22 @@ private:
   void note(Op *f, const std::string &why) { notes_[f] = why; }
 
   absl::Status rewritePattern(Op *f) {
-    const std::string &k = f->kind();
-    if (k == "Conv") {
+    if (f->is(OpKind::Conv)) {
       return rewriteConv(f);
     }
-    if (k == "MatMul" || k == "Gemm") {
+    if (f->is(OpKind::MatMul) || f->is(OpKind::Gemm)) {
       return rewriteMatMul(f);
     }
-    if (k == "Add" || k == "Mul") {
+    if (f->is(OpKind::Add) || f->is(OpKind::Mul)) {
       return rewriteBinary(f);
     }
-    if (k == "AveragePool" || k == "GlobalAveragePool") {
+    if (f->is(OpKind::AveragePool) || f->is(OpKind::GlobalAveragePool)) {
       return rewriteAveragePool(f);
     }
-    if (k == "Concat") {
+    if (f->is(OpKind::Concat)) {
       return rewriteConcat(f);
     }
-    if (k == "Relu" || k == "Clip") {
+    if (f->is(OpKind::Relu) || f->is(OpKind::Clip)) {
       return rewriteActivation(f);
     }
     return absl::OkStatus();
@@ -741,7 +740,7 @@ private:
   }
 
   absl::Status rewriteMatMul(Op *f) {
-    bool gemm = f->kind() == "Gemm";
+    bool gemm = f->is(OpKind::Gemm);
     auto a = activation(f, 0);
     auto b = dequantized(f->operand(1));
     if (!a || !b) {
@@ -820,7 +819,7 @@ private:
       attrs[s] = Attribute(int64_t{fp.shift});
       return absl::OkStatus();
     };
-    if (f->kind() == "Add") {
+    if (f->is(OpKind::Add)) {
       constexpr int64_t kLeftShift = 20;
       double twiceMax = 2 * std::max(sa, sb);
       attrs["left_shift"] = Attribute(kLeftShift);
@@ -836,9 +835,9 @@ private:
           setMultiplier("multiplier", "shift", sa * sb / sy));
     }
     outputAttrs(*out, attrs);
-    Op *q = create(f->kind() == "Add" ? "QAdd" : "QMul", *f,
-                   {a8.value, b8.value},
-                   f->result()->type().withElementType(ET::I8), attrs, before);
+    Op *q =
+        create(f->is(OpKind::Add) ? "QAdd" : "QMul", *f, {a8.value, b8.value},
+               f->result()->type().withElementType(ET::I8), attrs, before);
     finish(*out, q->result());
     return absl::OkStatus();
   }
@@ -879,7 +878,7 @@ private:
       return absl::OkStatus();
     }
     std::map<std::string, Attribute> attrs;
-    if (f->kind() == "GlobalAveragePool") {
+    if (f->is(OpKind::GlobalAveragePool)) {
       attrs["kernel_shape"] =
           Attribute(IntList(xt.dims().begin() + 2, xt.dims().end()));
     } else {
@@ -968,7 +967,7 @@ private:
       return absl::OkStatus();
     }
     float lo = 0, hi = INFINITY;
-    if (f->kind() == "Clip") {
+    if (f->is(OpKind::Clip)) {
       lo = -INFINITY;
       for (unsigned i = 1; i < 3; ++i) {
         if (!f->operand(i)) {
@@ -1000,7 +999,7 @@ private:
   // QuantizeLinear of constants becomes constants (weights stored quantized).
   void foldConstantQuantize() {
     for (Op *op : snapshot()) {
-      if (op->kind() != "QuantizeLinear" || !isConstant(op->operand(0)) ||
+      if (!op->is(OpKind::QuantizeLinear) || !isConstant(op->operand(0)) ||
           !op->result()->type().hasStaticShape()) {
         continue;
       }
@@ -1021,7 +1020,7 @@ private:
   // inside the graph are i8; u8 remains at graph inputs and outputs.
   void canonicalizeUint8() {
     for (Op *q : snapshot()) {
-      if (q->kind() != "QuantizeLinear" ||
+      if (!q->is(OpKind::QuantizeLinear) ||
           q->result()->type().elementType() != ET::U8 || !q->operand(2) ||
           g_.isOutput(q->result())) {
         continue;
@@ -1029,8 +1028,9 @@ private:
       std::vector<Op *> users = g_.users(q->result());
       bool onlyDq = !users.empty();
       for (Op *u : users) {
-        onlyDq &= u->kind() == "DequantizeLinear" && u->operand(0) == q->result() &&
-                  u->operand(2) && constantInts(u->operand(2)).has_value();
+        onlyDq &= u->is(OpKind::DequantizeLinear) &&
+                  u->operand(0) == q->result() && u->operand(2) &&
+                  constantInts(u->operand(2)).has_value();
       }
       Value *zp = onlyDq ? shiftedZeroPoint(q->operand(2), -128, q) : nullptr;
       if (!zp) {
@@ -1060,7 +1060,7 @@ private:
   // max commutes with the increasing map DequantizeLinear is.
   void sinkDequantize() {
     for (Op *op : snapshot()) {
-      if (!isLayoutOp(op->kind()) || op->numResults() != 1) {
+      if (!isLayoutOp(*op) || op->numResults() != 1) {
         continue;
       }
       auto x = dequantized(op->operand(0));
@@ -1111,7 +1111,8 @@ private:
 
   // Offset a QRescale adds when it only converts between u8 and i8.
   static std::optional<int64_t> conversionOffset(const Op *op) {
-    if (!op || op->kind() != "QRescale" || op->getInt("x_zero_point", 0) != 0 ||
+    if (!op || !op->is(OpKind::QRescale) ||
+        op->getInt("x_zero_point", 0) != 0 ||
         op->getInt("multiplier", 1 << 30) != (1 << 30) ||
         op->getInt("shift", 1) != 1 || op->hasAttr("act_min") ||
         op->hasAttr("act_max")) {
@@ -1148,7 +1149,7 @@ private:
         erase(producer);
         continue;
       }
-      if (producer && producer->kind() == "QuantizeLinear" &&
+      if (producer && producer->is(OpKind::QuantizeLinear) &&
           soleUser(in) == op && producer->operand(2)) {
         Value *zp = shiftedZeroPoint(producer->operand(2), *offset, op);
         if (!zp) {
@@ -1165,7 +1166,7 @@ private:
       }
     }
     for (Op *op : snapshot()) {
-      if (!alive(op) || op->kind() != "DequantizeLinear" || !op->operand(2)) {
+      if (!alive(op) || !op->is(OpKind::DequantizeLinear) || !op->operand(2)) {
         continue;
       }
       Op *conv = op->operand(0)->definingOp();
@@ -1200,14 +1201,14 @@ private:
   // Float ops still reading dequantized values say why they stayed float.
   void noteLeftovers() {
     for (Op *op : g_.opList()) {
-      const std::string &k = op->kind();
-      if (k == "DequantizeLinear" || k == "QuantizeLinear" || k == "Constant") {
+      if (op->is(OpKind::DequantizeLinear) || op->is(OpKind::QuantizeLinear) ||
+          op->is(OpKind::Constant)) {
         continue;
       }
       bool readsDq = false;
       for (Value *v : op->operands()) {
         Op *def = v ? v->definingOp() : nullptr;
-        readsDq |= def && def->kind() == "DequantizeLinear";
+        readsDq |= def && def->is(OpKind::DequantizeLinear);
       }
       if (!readsDq) {
         continue;
@@ -1215,7 +1216,7 @@ private:
       auto it = notes_.find(op);
       std::string why = it != notes_.end()
                             ? it->second
-                            : k + " has no quantized form";
+                            : op->kind() + " has no quantized form";
       op->setAttr("note", Attribute("stays float: " + why));
     }
   }

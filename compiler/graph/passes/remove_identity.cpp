@@ -14,11 +14,11 @@ absl::Status RemoveIdentityPass::run(Graph &graph) {
       continue;
     }
     bool noop = false;
-    if (op->kind() == "Identity") {
+    if (op->is(OpKind::Identity)) {
       noop = true;
-    } else if (op->kind() == "Reshape" || op->kind() == "Cast") {
+    } else if (op->is(OpKind::Reshape) || op->is(OpKind::Cast)) {
       noop = in->type().hasStaticShape() && in->type() == out->type();
-    } else if (op->kind() == "Pad") {
+    } else if (op->is(OpKind::Pad)) {
       auto pads = getConstantInts(op->operand(1));
       noop = pads && in->type() == out->type() &&
              std::all_of(pads->begin(), pads->end(),

@@ -2,6 +2,7 @@
 #include "compiler/import/onnx/importer.h"
 
 #include <charconv>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -9,6 +10,7 @@
 #include "compiler/graph/quantization.h"
 #include "compiler/graph/status.h"
 #include "compiler/import/onnx/proto_diagnosis.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -26,33 +28,23 @@ using graph::DenseData;
 using graph::ElementType;
 using graph::Graph;
 using graph::Op;
+using graph::OpKind;
 using graph::TensorType;
 using graph::Value;
 
 constexpr int64_t kMinOpset = 11;
 constexpr int64_t kMaxOpset = 21;
 
-// ONNX op types accepted by the importer. All map 1:1 to a graph op kind.
-const char *const kSupportedOps[] = {
-    "Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Sub", "Mul", "Div",
-    "Pow", "Sqrt", "Reciprocal", "Exp", "Log", "Abs", "Neg", "Relu",
-    "LeakyRelu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Erf",
-    "Gelu", "BatchNormalization", "MaxPool", "AveragePool",
-    "GlobalAveragePool", "Flatten", "Reshape", "Transpose", "Concat", "Split",
-    "Slice", "Squeeze", "Unsqueeze", "Gather", "Pad", "Expand", "Shape",
-    "Constant", "Identity", "Softmax", "ReduceMean", "ReduceSum", "ReduceMax",
-    "LayerNormalization", "Resize", "Cast", "Where", "Equal", "Less",
-    "Greater", "Dropout", "Sum", "Mean", "QuantizeLinear", "DequantizeLinear",
-    "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger",
-};
+// ONNX op types with no graph op of their own, which the importer rewrites
+// into registry ops: Dropout (inference: its input), Sum and Mean (chains of
+// Add).
+const char *const kRewrittenOps[] = {"Dropout", "Sum", "Mean"};
 
+// ONNX op types accepted by the importer: the graph op kinds, which carry
+// the ONNX names (opset-18 operand order), and kRewrittenOps.
 bool isSupported(const std::string &opType) {
-  for (const char *name : kSupportedOps) {
-    if (opType == name) {
-      return true;
-    }
-  }
-  return false;
+  return graph::lookupOp(opType) != nullptr ||
+         llvm::is_contained(kRewrittenOps, llvm::StringRef(opType));
 }
 
 std::optional<ElementType> mapElementType(int32_t onnxType) {
@@ -460,7 +452,8 @@ private:
   // (group="2", strides given as floats) would otherwise read as absent and
   // silently take their defaults, and attributes the schema does not define
   // (ReduceMean axes in opset 18, where they are an input) would be ignored.
-  absl::Status checkAttributeKinds(const onnx::NodeProto &node, int index) {
+  absl::Status checkAttributeKinds(const onnx::NodeProto &node, int index,
+                                   std::optional<OpKind> kind) {
     const onnx::OpSchema *schema = onnx::OpSchemaRegistry::Schema(
         node.op_type(), static_cast<int>(opset_), "");
     if (!schema) {
@@ -471,8 +464,7 @@ private:
       // Opset 18 moved ReduceMean/ReduceMax axes to an input; libonnx's
       // newest schema for them is still the opset-13 one.
       bool removed = opset_ >= 18 && a.name() == "axes" &&
-                     (node.op_type() == "ReduceMean" ||
-                      node.op_type() == "ReduceMax");
+                     (kind == OpKind::ReduceMean || kind == OpKind::ReduceMax);
       if (it == schema->attributes().end() || removed) {
         if (isNewerAttribute(node.op_type(), a.name())) {
           continue;
@@ -669,7 +661,7 @@ private:
     }
     if (operands.size() > 2 && operands[2]) {
       const Op *def = operands[2]->definingOp();
-      bool constantFalse = def && def->kind() == "Constant" &&
+      bool constantFalse = def && def->is(OpKind::Constant) &&
                            def->value().size() == 1 &&
                            def->value().bytes()[0] == 0;
       if (!constantFalse) {
@@ -1027,7 +1019,15 @@ private:
     if (node.output_size() < 1) {
       return nodeError(node, index, "node has no outputs");
     }
-    if (opType == "Constant") {
+    // checkSupported has rejected every op type the registry does not know
+    // but kRewrittenOps (which have no kind).
+    const graph::OpInfo *info = graph::lookupOp(opType);
+    if (!isSupported(opType)) {
+      return nodeError(node, index, "unsupported operator " + opType);
+    }
+    const std::optional<OpKind> kind =
+        info ? std::optional<OpKind>(info->kind) : std::nullopt;
+    if (kind == OpKind::Constant) {
       return importConstant(node, index);
     }
     std::vector<Value *> operands;
@@ -1046,7 +1046,7 @@ private:
     while (!operands.empty() && !operands.back()) {
       operands.pop_back();
     }
-    COMPILER_RETURN_IF_ERROR(checkAttributeKinds(node, index));
+    COMPILER_RETURN_IF_ERROR(checkAttributeKinds(node, index, kind));
     std::map<std::string, Attribute> attrs;
     for (const auto &a : node.attribute()) {
       auto attr = convertAttr(a);
@@ -1071,16 +1071,16 @@ private:
       }
       attrs.erase(it);
     };
-    if ((opType == "Squeeze" || opType == "Unsqueeze") && opset_ < 13) {
+    if ((kind == OpKind::Squeeze || kind == OpKind::Unsqueeze) && opset_ < 13) {
       attrToInput("axes", 1);
-    } else if (opType == "Split" && opset_ < 13) {
+    } else if (kind == OpKind::Split && opset_ < 13) {
       attrToInput("split", 1);
-    } else if (opType == "ReduceSum" && opset_ < 13) {
+    } else if (kind == OpKind::ReduceSum && opset_ < 13) {
       attrToInput("axes", 1);
-    } else if ((opType == "ReduceMean" || opType == "ReduceMax") &&
+    } else if ((kind == OpKind::ReduceMean || kind == OpKind::ReduceMax) &&
                opset_ < 18) {
       attrToInput("axes", 1);
-    } else if (opType == "Cast") {
+    } else if (kind == OpKind::Cast) {
       auto it = attrs.find("to");
       if (it == attrs.end() || !it->second.isInt()) {
         return nodeError(node, index, "attribute 'to' is required");
@@ -1092,26 +1092,27 @@ private:
                              std::to_string(it->second.getInt()));
       }
       it->second = Attribute(graph::elementTypeName(*et).str());
-    } else if (opType == "Softmax" && opset_ < 13) {
+    } else if (kind == OpKind::Softmax && opset_ < 13) {
       return importCoercedSoftmax(node, index, operands, attrs);
-    } else if (opType == "QuantizeLinear" || opType == "DequantizeLinear") {
+    } else if (kind == OpKind::QuantizeLinear ||
+               kind == OpKind::DequantizeLinear) {
       COMPILER_RETURN_IF_ERROR(
           canonicalizeQuantize(node, index, operands, attrs));
     } else if (opType == "Dropout") {
       return importDropout(node, index, operands);
     } else if (opType == "Sum" || opType == "Mean") {
       return importVariadicSum(node, index, operands);
-    } else if (opType == "Pad") {
+    } else if (kind == OpKind::Pad) {
       COMPILER_RETURN_IF_ERROR(expandPadAxes(node, index, operands));
       COMPILER_RETURN_IF_ERROR(
           splitNegativePads(node, index, operands, attrs));
-    } else if (opType == "Resize") {
+    } else if (kind == OpKind::Resize) {
       COMPILER_RETURN_IF_ERROR(
           canonicalizeResize(node, index, operands, attrs));
     }
     // Only the first output of these ops is supported.
     size_t results = node.output_size();
-    if (opType == "LayerNormalization") {
+    if (kind == OpKind::LayerNormalization) {
       // Mean and InvStdDev are supported; an omitted output may only be
       // followed by omitted outputs.
       while (results > 1 && node.output(results - 1).empty()) {
@@ -1124,7 +1125,7 @@ private:
                                " while giving a later one is not supported");
         }
       }
-    } else if (opType == "BatchNormalization" || opType == "MaxPool") {
+    } else if (kind == OpKind::BatchNormalization || kind == OpKind::MaxPool) {
       for (int i = 1; i < node.output_size(); ++i) {
         if (!node.output(i).empty()) {
           return nodeError(node, index,
@@ -1199,7 +1200,7 @@ private:
       inferred[vi.name()] = &vi;
     }
     for (Op *op : graph_->opList()) {
-      if (op->kind() == "Constant") {
+      if (op->is(OpKind::Constant)) {
         continue;
       }
       std::vector<TensorType> types;
@@ -1351,7 +1352,11 @@ importOnnxFile(llvm::StringRef path, const ImportOptions &options) {
 }
 
 std::vector<std::string> supportedOnnxOps() {
-  return {std::begin(kSupportedOps), std::end(kSupportedOps)};
+  std::vector<std::string> names;
+  for (const graph::OpInfo *info : graph::allOps()) {
+    names.push_back(info->name);
+  }
+  return names;
 }
 
 } // namespace osprey::compiler::onnximport

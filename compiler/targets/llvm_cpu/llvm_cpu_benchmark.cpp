@@ -7,7 +7,7 @@
 #include "compiler/dispatch/dispatch_ir.h"
 #include "compiler/graph/ir_text.h"
 #include "compiler/structured/fusion.h"
-#include "compiler/structured/lower_graph.h"
+#include "compiler/structured/lowering/lower_graph.h"
 #include "compiler/targets/llvm_cpu/library.h"
 #include "compiler/targets/llvm_cpu/winograd_conv.h"
 #include "hal/local/loaders/elf/elf_loader.h"
@@ -37,7 +37,7 @@ bool compileKernel(const char *text, Kernel &k, std::string &error) {
     error = std::string(host.status().message());
     return false;
   }
-  auto program = structured::lowerToStructured(**graph);
+  auto program = structured::lowering::lowerToStructured(**graph);
   if (!program.ok() ||
       !structured::fuseAndTile(*program, fusionOptionsFor(*host)).ok()) {
     error = "lowering failed";

@@ -9,7 +9,7 @@
 
 #include "compiler/graph/ir_text.h"
 #include "compiler/structured/fusion.h"
-#include "compiler/structured/lower_graph.h"
+#include "compiler/structured/lowering/lower_graph.h"
 #include "compiler/targets/llvm_cpu/library.h"
 #include "compiler/targets/llvm_cpu/winograd_conv.h"
 #include "gtest/gtest.h"
@@ -25,7 +25,7 @@ lowerGraphText(llvm::StringRef text, llvm::StringRef sourceName,
   if (!graph.ok()) {
     return graph.status();
   }
-  auto program = structured::lowerToStructured(**graph);
+  auto program = structured::lowering::lowerToStructured(**graph);
   if (!program.ok()) {
     return program.status();
   }

@@ -1,0 +1,177 @@
+// Elementwise ops: activations, math functions, Cast, broadcasting arithmetic
+// and comparisons, Where, Clip and Expand, each one all-parallel op whose
+// operands are read broadcast against the result.
+#include <cmath>
+
+#include "compiler/structured/lowering/families.h"
+#include "compiler/structured/lowering/indexing.h"
+
+namespace osprey::compiler::structured::lowering {
+namespace {
+
+// The body of a unary elementwise op of kind |op|.
+ScalarBody unaryBody(const Op &op) {
+  ScalarBody b;
+  unsigned x = b.input(0);
+  auto c = [&](double v) { return b.constant(v); };
+  auto hardSigmoid = [&](double alpha, double beta) {
+    unsigned lin = b.binary(SK::Add, b.binary(SK::Mul, x, c(alpha)), c(beta));
+    return b.binary(SK::Max, b.binary(SK::Min, lin, c(1)), c(0));
+  };
+  unsigned r = x;
+  switch (op.info()->kind) {
+  case OpKind::Relu:
+    r = b.binary(SK::Max, x, c(0));
+    break;
+  case OpKind::LeakyRelu:
+    r = b.select(b.binary(SK::CmpLt, x, c(0)),
+                 b.binary(SK::Mul, x, c(op.getFloat("alpha", 0.01))), x);
+    break;
+  case OpKind::Sigmoid:
+    r = b.unary(SK::Sigmoid, x);
+    break;
+  case OpKind::HardSigmoid:
+    r = hardSigmoid(op.getFloat("alpha", 0.2), op.getFloat("beta", 0.5));
+    break;
+  case OpKind::HardSwish:
+    r = b.binary(SK::Mul, x, hardSigmoid(1.0 / 6, 0.5));
+    break;
+  case OpKind::Gelu:
+    if (op.getString("approximate", "none") == "tanh") {
+      unsigned cube = b.binary(SK::Mul, b.binary(SK::Mul, x, x), x);
+      unsigned inner =
+          b.binary(SK::Mul, c(std::sqrt(2.0 / M_PI)),
+                   b.binary(SK::Add, x, b.binary(SK::Mul, c(0.044715), cube)));
+      r = b.binary(SK::Mul, b.binary(SK::Mul, c(0.5), x),
+                   b.binary(SK::Add, c(1), b.unary(SK::Tanh, inner)));
+    } else {
+      unsigned e = b.unary(SK::Erf, b.binary(SK::Mul, x, c(M_SQRT1_2)));
+      r = b.binary(SK::Mul, b.binary(SK::Mul, c(0.5), x),
+                   b.binary(SK::Add, c(1), e));
+    }
+    break;
+  case OpKind::Tanh:
+    r = b.unary(SK::Tanh, x);
+    break;
+  case OpKind::Erf:
+    r = b.unary(SK::Erf, x);
+    break;
+  case OpKind::Sqrt:
+    r = b.unary(SK::Sqrt, x);
+    break;
+  case OpKind::Reciprocal:
+    r = b.unary(SK::Recip, x);
+    break;
+  case OpKind::Exp:
+    r = b.unary(SK::Exp, x);
+    break;
+  case OpKind::Log:
+    r = b.unary(SK::Log, x);
+    break;
+  case OpKind::Abs:
+    r = b.unary(SK::Abs, x);
+    break;
+  case OpKind::Neg:
+    r = b.unary(SK::Neg, x);
+    break;
+  case OpKind::Cast:
+    r = b.cast(x, op.result()->type().elementType());
+    break;
+  default:
+    break;
+  }
+  b.yield(r);
+  return b;
+}
+
+// The scalar operation of a binary elementwise op.
+SK binaryKind(const Op &op) {
+  switch (op.info()->kind) {
+  case OpKind::Sub:
+    return SK::Sub;
+  case OpKind::Mul:
+    return SK::Mul;
+  case OpKind::Div:
+    return SK::Div;
+  case OpKind::Pow:
+    return SK::Pow;
+  case OpKind::Equal:
+    return SK::CmpEq;
+  case OpKind::Less:
+    return SK::CmpLt;
+  case OpKind::Greater:
+    return SK::CmpGt;
+  default:
+    return SK::Add;
+  }
+}
+
+} // namespace
+
+absl::Status lowerUnary(LoweringContext &ctx, const Op &op) {
+  return ctx.elementwise(op, op.result(), {op.operand(0)}, unaryBody(op));
+}
+
+absl::Status lowerBinary(LoweringContext &ctx, const Op &op) {
+  ScalarBody b;
+  b.yield(b.binary(binaryKind(op), b.input(0), b.input(1)));
+  return ctx.elementwise(op, op.result(), {op.operand(0), op.operand(1)},
+                         std::move(b));
+}
+
+absl::Status lowerWhere(LoweringContext &ctx, const Op &op) {
+  const Value *cond = op.operand(0);
+  std::optional<std::vector<int64_t>> mask;
+  if (cond->type().elementType() == ElementType::Bool) {
+    mask = graph::getConstantInts(cond);
+  }
+  if (!mask) {
+    ScalarBody b;
+    b.yield(b.select(b.input(0), b.input(1), b.input(2)));
+    return ctx.elementwise(op, op.result(),
+                           {cond, op.operand(1), op.operand(2)}, std::move(b));
+  }
+  // A constant condition becomes an f32 0/1 mask compared in the body, so
+  // no i1 tensor is left for code generation.
+  std::vector<double> values(mask->begin(), mask->end());
+  TensorType maskType =
+      TensorType::ranked(ElementType::F32, cond->type().dims().vec());
+  unsigned m = ctx.newTemp(op, "_mask", maskType);
+  ctx.program().tensors[m].constant =
+      graph::DenseData::fromDoubles(ElementType::F32, values);
+  const TensorType &t = op.result()->type();
+  unsigned n = t.rank();
+  StructuredOp s = LoweringContext::parallelOp(op, t.dims());
+  s.inputs.push_back({m, broadcastMap(maskType.dims(), t.dims(), n)});
+  for (unsigned i = 1; i < 3; ++i) {
+    COMPILER_ASSIGN_OR_RETURN(unsigned vt, ctx.tensorFor(op.operand(i)));
+    s.inputs.push_back(
+        {vt, broadcastMap(op.operand(i)->type().dims(), t.dims(), n)});
+  }
+  s.body.yield(s.body.select(
+      s.body.binary(SK::CmpGt, s.body.input(0), s.body.constant(0.5)),
+      s.body.input(1), s.body.input(2)));
+  return ctx.emit(std::move(s), op.result());
+}
+
+absl::Status lowerClip(LoweringContext &ctx, const Op &op) {
+  ScalarBody b;
+  unsigned r = b.input(0);
+  std::vector<const Value *> ins = {op.operand(0)};
+  if (op.operand(1)) {
+    ins.push_back(op.operand(1));
+    r = b.binary(SK::Max, r, b.input(ins.size() - 1));
+  }
+  if (op.operand(2)) {
+    ins.push_back(op.operand(2));
+    r = b.binary(SK::Min, r, b.input(ins.size() - 1));
+  }
+  b.yield(r);
+  return ctx.elementwise(op, op.result(), ins, std::move(b));
+}
+
+absl::Status lowerExpand(LoweringContext &ctx, const Op &op) {
+  return ctx.copy(op);
+}
+
+} // namespace osprey::compiler::structured::lowering

@@ -1,0 +1,73 @@
+// Reductions (ReduceSum, ReduceMax, ReduceMean) and Softmax, which
+// decomposes into reductions and elementwise ops.
+#include <cmath>
+
+#include "compiler/structured/lowering/families.h"
+#include "compiler/structured/lowering/indexing.h"
+
+namespace osprey::compiler::structured::lowering {
+
+absl::Status lowerReduce(LoweringContext &ctx, const Op &op) {
+  const TensorType &in = op.operand(0)->type();
+  std::vector<bool> reduced(in.rank(), false);
+  std::vector<int64_t> axes;
+  if (op.operand(1)) {
+    auto a = graph::getConstantInts(op.operand(1));
+    if (!a) {
+      return op.emitError("axes must be a constant");
+    }
+    axes = *a;
+  }
+  if (axes.empty() && op.getInt("noop_with_empty_axes", 0)) {
+    return ctx.copy(op);
+  }
+  for (int64_t a : axes) {
+    reduced[a < 0 ? a + in.rank() : a] = true;
+  }
+  if (axes.empty()) {
+    reduced.assign(in.rank(), true);
+  }
+  bool keep = op.getInt("keepdims", 1) != 0;
+  COMPILER_ASSIGN_OR_RETURN(unsigned x, ctx.tensorFor(op.operand(0)));
+  if (op.is(OpKind::ReduceMean)) {
+    COMPILER_ASSIGN_OR_RETURN(
+        unsigned sum,
+        ctx.reduce(op, x, reduced, keep, SK::Add, 0, false, "_sum"));
+    int64_t count = in.numElements() /
+                    std::max<int64_t>(1, op.result()->type().numElements());
+    return ctx.scaleInto(op, sum, 1.0 / count);
+  }
+  bool isMax = op.is(OpKind::ReduceMax);
+  return ctx
+      .reduce(op, x, reduced, keep, isMax ? SK::Max : SK::Add,
+              isMax ? -INFINITY : 0.0, false, "", op.result())
+      .status();
+}
+
+// softmax(x) = exp(x - max) / sum(exp(x - max)) along the axis.
+absl::Status lowerSoftmax(LoweringContext &ctx, const Op &op) {
+  const TensorType &t = op.result()->type();
+  int64_t axis = op.getInt("axis", -1);
+  axis = axis < 0 ? axis + t.rank() : axis;
+  std::vector<bool> reduced(t.rank(), false);
+  reduced[axis] = true;
+  COMPILER_ASSIGN_OR_RETURN(unsigned x, ctx.tensorFor(op.operand(0)));
+  COMPILER_ASSIGN_OR_RETURN(
+      unsigned mx,
+      ctx.reduce(op, x, reduced, true, SK::Max, -INFINITY, false, "_max"));
+  ScalarBody eb;
+  eb.yield(eb.unary(SK::Exp, eb.binary(SK::Sub, eb.input(0), eb.input(1))));
+  COMPILER_ASSIGN_OR_RETURN(
+      unsigned e, ctx.elementwiseTemp(op, t, {x, mx}, std::move(eb), "_exp"));
+  COMPILER_ASSIGN_OR_RETURN(
+      unsigned sum,
+      ctx.reduce(op, e, reduced, true, SK::Add, 0, false, "_sum"));
+  unsigned n = t.rank();
+  StructuredOp s = LoweringContext::parallelOp(op, t.dims());
+  s.inputs.push_back({e, AffineMap::identity(n)});
+  s.inputs.push_back({sum, broadcastMap(ctx.type(sum).dims(), t.dims(), n)});
+  s.body.yield(s.body.binary(SK::Div, s.body.input(0), s.body.input(1)));
+  return ctx.emit(std::move(s), op.result());
+}
+
+} // namespace osprey::compiler::structured::lowering
