@@ -71,12 +71,20 @@ struct HostCommand {
 
 // Constants of at most this many bytes stay embedded in the executable
 // (scalars and short vectors the target can fold into code); larger ones are
-// bound read-only so the weights exist once, in the module file. Tools
-// override it with --osprey-max-embedded-constant-bytes.
+// bound read-only so the weights exist once, in the module file.
 constexpr int64_t kMaxEmbeddedConstantBytes = 256;
 // Most bindings of one dispatch (the hal module's limit); constants that
 // would exceed it stay embedded.
 constexpr unsigned kMaxRegionBindings = 32;
+
+// What memory planning may do with constants. Tools override
+// maxEmbeddedConstantBytes with --osprey-max-embedded-constant-bytes.
+struct PlanOptions {
+  // Constants larger than this are bound instead of embedded.
+  int64_t maxEmbeddedConstantBytes = kMaxEmbeddedConstantBytes;
+  // Constants are bound while a region has fewer bindings than this.
+  unsigned maxBindings = kMaxRegionBindings;
+};
 
 struct DispatchProgram {
   structured::StructuredProgram program;
@@ -104,10 +112,11 @@ formDispatchRegions(structured::StructuredProgram program);
 // overlap in memory (first fit, largest buffer first), then barriers are
 // inserted between dispatches whose byte ranges conflict (read after write,
 // write after read through reuse, write after write). Sets arenaSize.
-// Constants larger than kMaxEmbeddedConstantBytes become read bindings of
-// the regions reading them (inserted before the write, while the region has
-// fewer than kMaxRegionBindings); they take no arena space.
-absl::Status planMemory(DispatchProgram &program);
+// Constants larger than options.maxEmbeddedConstantBytes become read
+// bindings of the regions reading them (inserted before the write, while the
+// region has fewer than options.maxBindings); they take no arena space.
+absl::Status planMemory(DispatchProgram &program,
+                        const PlanOptions &options = {});
 
 void printDispatchProgram(const DispatchProgram &program,
                           llvm::raw_ostream &os);

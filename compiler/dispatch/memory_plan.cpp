@@ -3,16 +3,7 @@
 
 #include <algorithm>
 
-#include "llvm/Support/CommandLine.h"
-
 namespace osprey::compiler::dispatch {
-
-static llvm::cl::opt<int64_t> maxEmbeddedConstantBytesOption(
-    "osprey-max-embedded-constant-bytes",
-    llvm::cl::desc("Constants of at most this many bytes are embedded in the "
-                   "executable; larger ones are bound from module rodata"),
-    llvm::cl::init(kMaxEmbeddedConstantBytes), llvm::cl::Hidden);
-
 namespace {
 
 int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
@@ -20,12 +11,12 @@ int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 // Binds the large constants each region reads as read-only bindings placed
 // before the region's write, so they are read from module rodata instead of
 // being copied into the executable. Idempotent.
-void bindConstants(DispatchProgram &d) {
+void bindConstants(DispatchProgram &d, const PlanOptions &options) {
   for (DispatchRegion &r : d.regions) {
     for (unsigned c : r.constants) {
       const Buffer &buf = d.buffers[d.storageOf(c)];
-      if (buf.byteSize <= maxEmbeddedConstantBytesOption ||
-          r.bindings.size() >= kMaxRegionBindings) {
+      if (buf.byteSize <= options.maxEmbeddedConstantBytes ||
+          r.bindings.size() >= options.maxBindings) {
         continue;
       }
       bool bound = false;
@@ -136,12 +127,12 @@ void insertBarriers(DispatchProgram &d) {
 
 } // namespace
 
-absl::Status planMemory(DispatchProgram &d) {
+absl::Status planMemory(DispatchProgram &d, const PlanOptions &options) {
   for (Buffer &b : d.buffers) {
     b.offset = -1;
     b.firstUse = b.lastUse = -1;
   }
-  bindConstants(d);
+  bindConstants(d, options);
   computeLiveness(d);
   assignOffsets(d);
   insertBarriers(d);

@@ -7,7 +7,6 @@
 #include <tuple>
 
 #include "compiler/structured/winograd.h"
-#include "llvm/Support/CommandLine.h"
 
 namespace osprey::compiler::structured {
 namespace {
@@ -918,7 +917,7 @@ void chooseElementwiseTiles(const StructuredOp &root,
 // late they appear in the output map (the last result is contiguous in
 // memory) get tiles; reduction loops stay whole.
 void chooseTiles(const StructuredProgram &p, const StructuredOp &root,
-                 FusionGroup &group) {
+                 FusionGroup &group, const FusionOptions &options) {
   size_t n = root.bounds.size();
   group.tileSizes.assign(n, 0);
   std::vector<unsigned> order; // innermost first
@@ -938,7 +937,8 @@ void chooseTiles(const StructuredProgram &p, const StructuredOp &root,
   std::optional<RowConvPlan> rowConv;
   if (gemm) {
     chooseGemmTiles(root, *gemm, group.tileSizes);
-    if (std::optional<WinogradPlan> winograd = planWinograd(p, root)) {
+    if (std::optional<WinogradPlan> winograd =
+            planWinograd(p, root, options.winograd)) {
       chooseWinogradTiles(root, *winograd, group.tileSizes);
     }
   } else if ((rowConv = planRowConv(p, root))) {
@@ -1000,33 +1000,7 @@ void chooseTiles(const StructuredProgram &p, const StructuredOp &root,
 // and read back about 13 MB of it. The expansion is recomputed for the
 // window rows two row blocks share, and each plane computes its channel
 // alone (every input row vector feeds one FMA), so only short reductions
-// on wide maps pay.
-llvm::cl::opt<bool> fuseDepthwisePrologueOption(
-    "osprey-fuse-depthwise-prologue",
-    llvm::cl::desc("Compute a 1x1 expansion inside the depthwise convolution "
-                   "that reads it"),
-    llvm::cl::init(true), llvm::cl::Hidden);
-llvm::cl::opt<unsigned> prologueMaxReductionOption(
-    "osprey-depthwise-prologue-max-k",
-    llvm::cl::desc("Longest reduction of an expansion fused into a depthwise "
-                   "convolution"),
-    llvm::cl::init(64), llvm::cl::Hidden);
-llvm::cl::opt<unsigned> prologueMinWidthOption(
-    "osprey-depthwise-prologue-min-width",
-    llvm::cl::desc("Narrowest depthwise input map an expansion is fused into"),
-    llvm::cl::init(28), llvm::cl::Hidden);
-
-llvm::cl::opt<unsigned> prologueMinStridedWidthOption(
-    "osprey-depthwise-prologue-min-strided-width",
-    llvm::cl::desc("Narrowest input map of a strided depthwise convolution "
-                   "an expansion is fused into (0: 28 on vector targets, 56 "
-                   "on scalar ones)"),
-    llvm::cl::init(0), llvm::cl::Hidden);
-llvm::cl::opt<unsigned> prologueMathMinWidthOption(
-    "osprey-depthwise-prologue-math-min-width",
-    llvm::cl::desc("Narrowest depthwise input map an expansion whose "
-                   "activation uses exp, tanh or sigmoid is fused into"),
-    llvm::cl::init(56), llvm::cl::Hidden);
+// on wide maps pay (thresholds in DepthwisePrologueOptions).
 
 // Channels per workgroup of a depthwise group with a prologue.
 constexpr int64_t kPrologueChannelTile = 8;
@@ -1225,15 +1199,15 @@ int prologueGroup(const StructuredProgram &p, unsigned g,
   // An activation with exp (EfficientNet's SiLU) runs in an extra pass over
   // each computed row: 112-wide -17%, 56-wide -5 to -7%, 28-wide +0-2%.
   bool strided = rc->rowStride > 1 || rc->colStride > 1;
-  int64_t minStridedWidth = prologueMinStridedWidthOption;
+  const DepthwisePrologueOptions &limits = options.depthwisePrologue;
+  int64_t minStridedWidth = limits.minStridedWidth;
   if (minStridedWidth == 0) {
     minStridedWidth = options.vectorWidth > 1 ? 28 : 56;
   }
   if (width <= 0 || tDims.back() % width != 0 ||
-      k > int64_t(prologueMaxReductionOption) ||
-      width < int64_t(prologueMinWidthOption) ||
+      k > int64_t(limits.maxReduction) || width < int64_t(limits.minWidth) ||
       (strided && width < minStridedWidth) ||
-      (math && width < int64_t(prologueMathMinWidthOption))) {
+      (math && width < int64_t(limits.mathMinWidth))) {
     return -1;
   }
   return e;
@@ -1243,7 +1217,7 @@ int prologueGroup(const StructuredProgram &p, unsigned g,
 // the prologue of the depthwise group reading it and drops its group.
 void fuseDepthwisePrologues(StructuredProgram &p,
                             const FusionOptions &options) {
-  if (!fuseDepthwisePrologueOption) {
+  if (!options.depthwisePrologue.enabled) {
     return;
   }
   for (unsigned g = 0; g < p.groups.size(); ++g) {
@@ -1349,11 +1323,11 @@ absl::Status fuseAndTile(StructuredProgram &p,
     }
   }
   for (FusionGroup &group : p.groups) {
-    chooseTiles(p, p.ops[group.root], group);
+    chooseTiles(p, p.ops[group.root], group, options);
   }
   fuseDepthwisePrologues(p, options);
   transformWinogradWeights(p, options);
-  relayoutGemmOperands(p);
+  relayoutGemmOperands(p, options);
   return absl::OkStatus();
 }
 

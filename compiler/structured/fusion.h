@@ -7,13 +7,51 @@
 
 namespace osprey::compiler::structured {
 
-// What fuseAndTile knows of the target's code generator: the shape of its
-// matrix-product microkernel. The default (scalar code) makes no
-// target-dependent rewrites.
+// When a 1x1 expansion is fused into the depthwise convolution reading it
+// (step 5 of fuseAndTile; fuseDepthwisePrologues in fusion.cpp).
+struct DepthwisePrologueOptions {
+  bool enabled = true;
+  // Longest reduction (input channels) of a fused expansion.
+  unsigned maxReduction = 64;
+  // Narrowest depthwise input map fused into.
+  unsigned minWidth = 28;
+  // Narrowest input map of a strided convolution fused into (0: 28 on
+  // vector targets, 56 on scalar ones).
+  unsigned minStridedWidth = 0;
+  // Narrowest input map when the expansion's activation uses exp, tanh or
+  // sigmoid.
+  unsigned mathMinWidth = 56;
+};
+
+// When and how 3x3 convolutions are computed as Winograd F(m x m, 3x3)
+// (winograd.h). Code generators re-derive each Winograd root's schedule, so
+// they must use the options the program was fused with.
+struct WinogradOptions {
+  bool enabled = true;
+  // Fewest output pixels of a Winograd convolution.
+  unsigned minPixels = 196;
+  // Narrowest output map computed with 4x4 tiles (0: never).
+  unsigned minF4Width = 28;
+  // Output channels per product block (at least the kernel's rows; larger
+  // blocks fit the panel budget; 0: the kernel's rows).
+  unsigned blockRows = 0;
+  // Products over few tiles with vectors along output channels.
+  bool transposed = true;
+};
+
+// What fuseAndTile knows of the target's code generator, and its tuning.
+// The microkernel fields come from the target (the defaults, scalar code,
+// make no target-dependent rewrites); the others are tuning knobs whose
+// defaults are the measured choices.
 struct FusionOptions {
   unsigned vectorWidth = 1;   // f32 lanes per vector (1: scalar code)
   unsigned kernelRows = 1;    // rows of A per microkernel block (MR)
   unsigned kernelVectors = 1; // vectors of B per block (NR / vectorWidth)
+  // Copies of constant weights with output channels innermost for matrix
+  // products over small pixel tiles (relayoutGemmOperands).
+  bool transposeGemmWeights = true;
+  DepthwisePrologueOptions depthwisePrologue;
+  WinogradOptions winograd;
 };
 
 // Makes fusion decisions from iterator types, indexing maps and body shape
@@ -39,7 +77,7 @@ struct FusionOptions {
 //     per-channel epilogue, whose value only a depthwise convolution reads,
 //     becomes that convolution's group's prologue (FusionGroup::prologue,
 //     see fuseDepthwisePrologues in fusion.cpp for the exact conditions
-//     and thresholds; --osprey-fuse-depthwise-prologue=false turns it off):
+//     and thresholds in |options.depthwisePrologue|):
 //     its value is computed where the convolution reads it, never stored.
 //  6. On targets with vectors (|options|), convolutions planned as Winograd
 //     F(m x m, 3x3) read compile-time transformed weights instead of their
@@ -83,8 +121,10 @@ std::optional<GemmPlan> planGemm(const StructuredProgram &program,
 // at least 128 reduction steps, a compile-time copy of their constant A
 // with the M axis innermost, padded to whole 16-float groups (an odd number
 // of them above 1 MiB), and makes them read it, so code generators can
-// vectorize along M (gemm_layout.cpp). Needs the groups' tile sizes.
-void relayoutGemmOperands(StructuredProgram &program);
+// vectorize along M (gemm_layout.cpp). Needs the groups' tile sizes. Does
+// nothing unless |options.transposeGemmWeights|.
+void relayoutGemmOperands(StructuredProgram &program,
+                          const FusionOptions &options);
 
 // A convolution root without a GemmPlan (depthwise or grouped) whose every
 // output element is a window of one plane of input |b|:

@@ -23,16 +23,9 @@
 #include <map>
 
 #include "compiler/structured/fusion.h"
-#include "llvm/Support/CommandLine.h"
 
 namespace osprey::compiler::structured {
 namespace {
-
-llvm::cl::opt<bool> transposeOption(
-    "osprey-gemm-transpose-weights",
-    llvm::cl::desc("Give matrix products over small pixel tiles a copy of "
-                   "their constant weights with output channels innermost"),
-    llvm::cl::init(true), llvm::cl::Hidden);
 
 // Largest pixel count per tile for which the transposed layout is chosen
 // (the most the GEMM tiles hold): 7x7 maps (49 pixels as 64 columns) and
@@ -179,8 +172,8 @@ void transposeA(StructuredProgram &p, StructuredOp &root, const GemmPlan &plan,
 
 } // namespace
 
-void relayoutGemmOperands(StructuredProgram &p) {
-  if (!transposeOption) {
+void relayoutGemmOperands(StructuredProgram &p, const FusionOptions &options) {
+  if (!options.transposeGemmWeights) {
     return;
   }
   std::map<std::pair<unsigned, size_t>, unsigned> copies;

@@ -17,36 +17,13 @@
 #include <tuple>
 #include <utility>
 
-#include "llvm/Support/CommandLine.h"
-
 namespace osprey::compiler::structured {
 namespace {
-
-llvm::cl::opt<bool> winogradOption(
-    "osprey-winograd",
-    llvm::cl::desc("Compute 3x3 stride-1 convolutions with enough channels "
-                   "as Winograd F(2x2, 3x3) or F(4x4, 3x3) on vector "
-                   "targets"),
-    llvm::cl::init(true), llvm::cl::Hidden);
-
-// Fewest output pixels: on small maps the transforms, and the partial
-// 2x2 tiles of odd maps, outweigh the saved multiplies.
-llvm::cl::opt<unsigned> minPixelsOption(
-    "osprey-winograd-min-pixels",
-    llvm::cl::desc("Fewest output pixels of a Winograd convolution"),
-    llvm::cl::init(196), llvm::cl::Hidden);
 
 // Fewest input and output channels: the input transform costs about as
 // much per input element as 16 multiply-adds per output channel, the
 // output transform about 16 per input channel.
 constexpr int64_t kMinChannels = 32;
-
-// Narrowest output map (rows and columns) computed with 4x4 tiles.
-llvm::cl::opt<unsigned> minF4WidthOption(
-    "osprey-winograd-f4-min-width",
-    llvm::cl::desc("Narrowest output map computed as Winograd F(4x4, 3x3) "
-                   "(0: never)"),
-    llvm::cl::init(28), llvm::cl::Hidden);
 
 // The positions' panels (and products) are a multiple of 4 KiB apart
 // without padding, so the input transform's stores per tile and the output
@@ -57,18 +34,6 @@ constexpr int64_t kSetSkew = 16;
 // Tile counts up to this that are not whole panels (49 tiles of a 14x14
 // map, 16 of a 7x7 one) run transposed.
 constexpr int64_t kMaxTransposedTiles = 64;
-
-llvm::cl::opt<unsigned> blockRowsOption(
-    "osprey-winograd-block-rows",
-    llvm::cl::desc("Output channels per Winograd product block (at least "
-                   "the kernel's rows; larger blocks fit the panel budget)"),
-    llvm::cl::init(0), llvm::cl::Hidden);
-
-llvm::cl::opt<bool> transposedOption(
-    "osprey-winograd-transposed",
-    llvm::cl::desc("Run Winograd products over few tiles with vectors along "
-                   "output channels"),
-    llvm::cl::init(true), llvm::cl::Hidden);
 
 bool readsOnly(const AffineExpr &e, unsigned d) {
   for (size_t i = 0; i < e.coeffs.size(); ++i) {
@@ -82,8 +47,9 @@ bool readsOnly(const AffineExpr &e, unsigned d) {
 } // namespace
 
 std::optional<WinogradPlan> planWinograd(const StructuredProgram &p,
-                                         const StructuredOp &root) {
-  if (!winogradOption || root.classify() != OpClass::Convolution ||
+                                         const StructuredOp &root,
+                                         const WinogradOptions &options) {
+  if (!options.enabled || root.classify() != OpClass::Convolution ||
       !root.body.isMultiplyAccumulate()) {
     return std::nullopt;
   }
@@ -200,13 +166,15 @@ std::optional<WinogradPlan> planWinograd(const StructuredProgram &p,
   plan.cin = root.bounds[plan.ci];
   plan.cout = root.bounds[plan.co];
   int64_t pixels = root.bounds[plan.oh] * root.bounds[plan.ow];
+  // On small maps the transforms, and the partial 2x2 tiles of odd maps,
+  // outweigh the saved multiplies.
   if (plan.cin < kMinChannels || plan.cout < kMinChannels ||
-      pixels < static_cast<int64_t>(minPixelsOption)) {
+      pixels < static_cast<int64_t>(options.minPixels)) {
     return std::nullopt;
   }
   int64_t narrow = std::min(root.bounds[plan.oh], root.bounds[plan.ow]);
-  if (minF4WidthOption != 0 &&
-      narrow >= static_cast<int64_t>(minF4WidthOption)) {
+  if (options.minF4Width != 0 &&
+      narrow >= static_cast<int64_t>(options.minF4Width)) {
     plan.m = 4;
   }
   return plan;
@@ -340,12 +308,11 @@ std::optional<WinogradSchedule> scheduleWinograd(const WinogradPlan &plan,
     // 128 rows on 28x28 1.03 -> 1.15 ms, 16 or 32 rows within noise of 8.
     int64_t mMax = (maxCo + mr - 1) / mr;
     s.blockRows = mr;
-    if (blockRowsOption > mr) {
+    int64_t blockRows = options.winograd.blockRows;
+    if (blockRows > mr) {
       int64_t fit = kWinogradMaxPanelBytes / (pos * pad * 4 * mr);
-      s.blockRows =
-          mr *
-          std::max<int64_t>(
-              1, std::min<int64_t>({mMax, fit, int64_t{blockRowsOption} / mr}));
+      s.blockRows = mr * std::max<int64_t>(
+                             1, std::min<int64_t>({mMax, fit, blockRows / mr}));
     }
     s.mK = s.blockRows * s.tPad + kSetSkew;
     break;
@@ -354,8 +321,8 @@ std::optional<WinogradSchedule> scheduleWinograd(const WinogradPlan &plan,
     return std::nullopt;
   }
   int64_t tMax = thMax * s.twMax;
-  if (transposedOption && s.rowsPerChunk == thMax && tMax % nr != 0 &&
-      tMax <= kMaxTransposedTiles) {
+  if (options.winograd.transposed && s.rowsPerChunk == thMax &&
+      tMax % nr != 0 && tMax <= kMaxTransposedTiles) {
     WinogradSchedule t = s;
     // Tile blocks of mrT rows with the least padding (ties: larger).
     int64_t best = -1;
@@ -433,7 +400,7 @@ void transformWinogradWeights(StructuredProgram &p,
     }
     std::optional<WinogradPlan> plan;
     if (f32) {
-      plan = planWinograd(p, root);
+      plan = planWinograd(p, root, options.winograd);
     }
     if (!plan) {
       continue;

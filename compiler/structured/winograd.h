@@ -40,10 +40,11 @@ struct WinogradPlan {
 
 // The plan of |root| when it has the form above and Winograd pays for its
 // size (enough input and output channels and output pixels, see
-// winograd.cpp; off with --osprey-winograd=false), whatever the target
-// (transformWinogradWeights applies it on vector targets only).
+// winograd.cpp and |options|; none when options.enabled is off), whatever
+// the target (transformWinogradWeights applies it on vector targets only).
 std::optional<WinogradPlan> planWinograd(const StructuredProgram &program,
-                                         const StructuredOp &root);
+                                         const StructuredOp &root,
+                                         const WinogradOptions &options);
 
 // Most bytes of transformed input panels per workgroup (code generators
 // keep them on the stack; 256 channels x 64 tiles take 1 MiB).

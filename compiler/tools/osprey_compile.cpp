@@ -11,6 +11,8 @@
 #include "compiler/structured/lowering/lower_graph.h"
 #include "compiler/targets/llvm_cpu/library.h"
 #include "compiler/targets/llvm_cpu/winograd_conv.h"
+#include "compiler/tools/fusion_flags.h"
+#include "compiler/tools/llvm_cpu_flags.h"
 #include "compiler/vm_backend/module_emitter.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ConvertUTF.h"
@@ -269,8 +271,9 @@ int main(int argc, char **argv) {
   if (!fuseTarget.ok()) {
     return fail(fuseTarget.status());
   }
-  if (absl::Status s = structured::fuseAndTile(
-          *program, llvm_cpu::fusionOptionsFor(*fuseTarget));
+  const structured::FusionOptions fusionOptions =
+      llvm_cpu::fusionOptionsFor(*fuseTarget, tools::fusionOptionsFromFlags());
+  if (absl::Status s = structured::fuseAndTile(*program, fusionOptions);
       !s.ok()) {
     return fail(s);
   }
@@ -304,7 +307,9 @@ int main(int argc, char **argv) {
   printStage("form-dispatch", [&](llvm::raw_ostream &os) {
     dispatch::printDispatchProgram(*dispatchProgram, os);
   });
-  if (absl::Status s = dispatch::planMemory(*dispatchProgram); !s.ok()) {
+  if (absl::Status s =
+          dispatch::planMemory(*dispatchProgram, tools::planOptionsFromFlags());
+      !s.ok()) {
     return fail(s);
   }
   printStage("plan-memory", [&](llvm::raw_ostream &os) {
@@ -333,6 +338,7 @@ int main(int argc, char **argv) {
   std::string llvmIr;
   llvm_cpu::LibraryOptions libraryOptions;
   libraryOptions.name = moduleName;
+  libraryOptions.codegen = tools::codegenOptionsFromFlags(fusionOptions);
   if (outputFormat == "llvm-ir") {
     libraryOptions.llvmIr = &llvmIr;
   }

@@ -5,6 +5,7 @@
 #include "compiler/graph/verifier.h"
 #include "compiler/structured/fusion.h"
 #include "compiler/structured/lowering/lower_graph.h"
+#include "compiler/tools/fusion_flags.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -112,7 +113,8 @@ int main(int argc, char **argv) {
       return fail(program.status());
     }
     if (fuse || formDispatch || planMemoryFlag) {
-      osprey::compiler::structured::FusionOptions fusion;
+      osprey::compiler::structured::FusionOptions fusion =
+          osprey::compiler::tools::fusionOptionsFromFlags();
       fusion.vectorWidth = fuseVectorWidth;
       fusion.kernelRows = fuseKernelRows;
       fusion.kernelVectors = fuseKernelVectors;
@@ -129,7 +131,9 @@ int main(int argc, char **argv) {
         return fail(d.status());
       }
       if (planMemoryFlag) {
-        if (absl::Status s = dispatch::planMemory(*d); !s.ok()) {
+        if (absl::Status s = dispatch::planMemory(
+                *d, osprey::compiler::tools::planOptionsFromFlags());
+            !s.ok()) {
           return fail(s);
         }
       }

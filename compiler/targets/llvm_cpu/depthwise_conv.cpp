@@ -43,45 +43,8 @@
 #include "compiler/targets/llvm_cpu/math.h"
 #include "compiler/targets/llvm_cpu/packed_gemm.h"
 #include "llvm/IR/Intrinsics.h"
-#include "llvm/Support/CommandLine.h"
 
 namespace osprey::compiler::llvm_cpu {
-
-static llvm::cl::opt<unsigned> vectorWidthOption(
-    "osprey-depthwise-vector-width",
-    llvm::cl::desc("f32 lanes of the depthwise convolution code (0: the "
-                   "target's; 1: scalar code as for embedded targets)"),
-    llvm::cl::init(0), llvm::cl::Hidden);
-
-static llvm::cl::opt<unsigned> maxScratchOption(
-    "osprey-depthwise-max-scratch",
-    llvm::cl::desc("Stack bytes the depthwise convolution path may use per "
-                   "workgroup (0: the target's default)"),
-    llvm::cl::init(0), llvm::cl::Hidden);
-
-static llvm::cl::opt<unsigned> maxRowsOption(
-    "osprey-depthwise-max-rows",
-    llvm::cl::desc("Most output rows per iteration of the row-by-row "
-                   "depthwise vector loop"),
-    llvm::cl::init(4), llvm::cl::Hidden);
-
-static llvm::cl::opt<unsigned> prologueScratchOption(
-    "osprey-depthwise-prologue-max-scratch",
-    llvm::cl::desc("Stack bytes of a depthwise convolution with a prologue "
-                   "on vector targets (0: 128 KiB)"),
-    llvm::cl::init(0), llvm::cl::Hidden);
-
-static llvm::cl::opt<unsigned> prologueLoopOption(
-    "osprey-depthwise-prologue-loop",
-    llvm::cl::desc("1: run a depthwise prologue's reduction as a loop; 0: "
-                   "unrolled"),
-    llvm::cl::init(1), llvm::cl::Hidden);
-
-static llvm::cl::opt<unsigned> prologueBatchOption(
-    "osprey-depthwise-prologue-planes",
-    llvm::cl::desc("Planes whose prologue rows the depthwise convolution "
-                   "computes together (0: 8, or 4 with 8-lane vectors)"),
-    llvm::cl::init(0), llvm::cl::Hidden);
 
 namespace {
 
@@ -95,8 +58,8 @@ public:
   DepthwiseConvEmitter(const dispatch::DispatchProgram &p,
                        const dispatch::DispatchRegion &r, llvm::IRBuilder<> &b,
                        llvm::Function *fn, const RowConvPlan &plan,
-                       const TileHooks &hooks)
-      : TileEmitter(p, r, b, fn, hooks), plan_(plan) {}
+                       const TileHooks &hooks, const DepthwiseOptions &options)
+      : TileEmitter(p, r, b, fn, hooks), plan_(plan), options_(options) {}
 
   // Static geometry for |vectorWidth| lanes and a scratch budget of
   // |maxScratch| bytes; false when one output row does not fit.
@@ -159,11 +122,12 @@ public:
       // broadcast weights and input vectors: 8 planes fit AVX-512's 32
       // registers; AVX2's 16 take 4 (8 planes there spilled: 56-wide
       // block 480 -> 645 us).
-      int64_t want = prologueBatchOption ? int64_t(prologueBatchOption)
-                     : vw_ == 8          ? 4
-                                         : 8;
+      int64_t want = options_.prologuePlanes ? int64_t(options_.prologuePlanes)
+                     : vw_ == 8              ? 4
+                                             : 8;
       slots = std::max<int64_t>(1, std::min<int64_t>(planes, want));
-      spare = vw_ > 1 && sh_ == 1 && ow > vw_ ? int64_t(maxRowsOption) - 1 : 0;
+      spare =
+          vw_ > 1 && sh_ == 1 && ow > vw_ ? int64_t(options_.maxRows) - 1 : 0;
     }
     auto bytes = [&](int64_t rows) {
       int64_t plane = (rows + spare + khx_) * wq_ + lanes_ + 2 * vw_;
@@ -275,7 +239,7 @@ public:
     // loads spill), while 28- to 112-wide rows with stride 1 gained 10-35%;
     // with stride 2 (rows in two phase planes, fewer shared loads) 112 ->
     // 56 ran 5% slower.
-    int64_t most = ow > lanes_ && sh_ == 1 ? int64_t(maxRowsOption) : 1;
+    int64_t most = ow > lanes_ && sh_ == 1 ? int64_t(options_.maxRows) : 1;
     for (int64_t v = 1; v <= most && v <= rows_; v *= 2) {
       std::vector<std::pair<int64_t, int64_t>> loads;
       for (int64_t i = 0; i < v; ++i) {
@@ -822,7 +786,7 @@ public:
       aSteps_ = std::move(as);
       bSteps_ = std::move(bs);
     }
-    if (aSteps_.size() > 1 && prologueLoopOption != 0) {
+    if (aSteps_.size() > 1 && options_.prologueLoop) {
       aStep_ = aSteps_[1];
       bStep_ = bSteps_[1];
       for (size_t k = 0; k < aSteps_.size(); ++k) {
@@ -1521,6 +1485,7 @@ private:
   }
 
   const RowConvPlan &plan_;
+  const DepthwiseOptions &options_;
   // Prologue (see preparePrologue()): rank and dims of its value, the
   // matrix product's A and B operands as linear offsets (constant +
   // coefficient per loop) and their offsets per reduction step.
@@ -1562,7 +1527,8 @@ absl::StatusOr<bool> emitDepthwiseConv(const dispatch::DispatchProgram &program,
                                        llvm::Function *fn,
                                        llvm::ArrayRef<llvm::Value *> lo,
                                        llvm::ArrayRef<llvm::Value *> hi,
-                                       const TileHooks &hooks) {
+                                       const TileHooks &hooks,
+                                       const CodegenOptions &options) {
   const StructuredOp &root = program.program.ops[region.ops[0]];
   if (!allF32(program, root)) {
     if (!region.prologue.empty()) {
@@ -1591,8 +1557,9 @@ absl::StatusOr<bool> emitDepthwiseConv(const dispatch::DispatchProgram &program,
   }
   unsigned width =
       gemmKernelShape(fn->getParent()->getTargetTriple(), features).vectorWidth;
-  if (vectorWidthOption != 0) {
-    width = vectorWidthOption;
+  const DepthwiseOptions &tuning = options.depthwise;
+  if (tuning.vectorWidth != 0) {
+    width = tuning.vectorWidth;
   }
   // Vector targets keep the scratch within L1 (48 KiB on the reference
   // machine) beside the streamed rows; scalar targets have 16 KiB of stack.
@@ -1601,12 +1568,14 @@ absl::StatusOr<bool> emitDepthwiseConv(const dispatch::DispatchProgram &program,
     // A prologue computes the rows of several planes per block, and each
     // block recomputes the rows its window shares with the next: larger
     // blocks than the copy's, the planes half in L2.
-    maxScratch = prologueScratchOption ? prologueScratchOption : 128 * 1024;
+    maxScratch =
+        tuning.prologueMaxScratch ? tuning.prologueMaxScratch : 128 * 1024;
   }
-  if (maxScratchOption != 0) {
-    maxScratch = maxScratchOption;
+  if (tuning.maxScratch != 0) {
+    maxScratch = tuning.maxScratch;
   }
-  DepthwiseConvEmitter emitter(program, region, builder, fn, *plan, hooks);
+  DepthwiseConvEmitter emitter(program, region, builder, fn, *plan, hooks,
+                               tuning);
   if (!region.prologue.empty()) {
     // Nothing else computes a prologue: declining would lose it.
     if (absl::Status s = emitter.preparePrologue(); !s.ok()) {

@@ -28,7 +28,8 @@ absl::StatusOr<bool> emitDepthwiseConv(const dispatch::DispatchProgram &program,
                                        llvm::Function *fn,
                                        llvm::ArrayRef<llvm::Value *> lo,
                                        llvm::ArrayRef<llvm::Value *> hi,
-                                       const TileHooks &hooks);
+                                       const TileHooks &hooks,
+                                       const CodegenOptions &options);
 
 } // namespace osprey::compiler::llvm_cpu
 

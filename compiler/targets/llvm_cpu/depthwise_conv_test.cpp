@@ -13,9 +13,9 @@ namespace osprey::compiler::llvm_cpu {
 namespace {
 
 using testing::CompiledGraph;
+using testing::CompileOptions;
 using testing::dims;
 using testing::randomData;
-using testing::ScopedOption;
 
 // A 2-D convolution (batch 1) with per-axis geometry; co channels in
 // |group| groups.
@@ -98,13 +98,18 @@ std::vector<float> reference(const Case &t, const std::string &epilogue,
   return y;
 }
 
-// Compiles |t| for |target|, checks that the depthwise path generated the
-// dispatch (its scratch plane is in the IR) and compares with the reference.
+// Compiles |t| for |target| with |tuning|, checks that the depthwise path
+// generated the dispatch (its scratch plane is in the IR) and compares with
+// the reference.
 void check(const Case &t, const char *target,
-           const std::string &epilogue = "relu") {
+           const std::string &epilogue = "relu",
+           const DepthwiseOptions &tuning = {}) {
   SCOPED_TRACE(graphText(t, epilogue) + "\ntarget " + target);
   CompiledGraph c;
-  absl::Status s = c.compile(graphText(t, epilogue), target);
+  CompileOptions options;
+  options.target = target;
+  options.codegen.depthwise = tuning;
+  absl::Status s = c.compile(graphText(t, epilogue), options);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(c.program().regions.size(), 1u) << "the epilogue is fused";
   EXPECT_NE(c.ir().find("dw_plane"), std::string::npos)
@@ -160,20 +165,22 @@ TEST(DepthwiseConvTest, Avx2MatchesReference) {
 // The embedded targets' scalar code (several outputs per iteration), run on
 // the host.
 TEST(DepthwiseConvTest, ScalarMatchesReference) {
-  ScopedOption width("osprey-depthwise-vector-width", 1);
+  DepthwiseOptions scalar;
+  scalar.vectorWidth = 1;
   for (const Case &t : kShapes) {
-    check(t, "host");
+    check(t, "host", "relu", scalar);
   }
 }
 
 // A small scratch budget splits planes into blocks of rows (the last one
 // partial), re-reading the rows the window needs across block borders.
 TEST(DepthwiseConvTest, RowBlocksMatchReference) {
-  ScopedOption scratch("osprey-depthwise-max-scratch", 2048);
-  check(depthwise(3, 33, 33, 3, 1, 1), "host");
-  check(depthwise(3, 33, 33, 5, 2, 2), "x86_64");
-  ScopedOption width("osprey-depthwise-vector-width", 1);
-  check(depthwise(3, 33, 33, 3, 2, 1), "host");
+  DepthwiseOptions small;
+  small.maxScratch = 2048;
+  check(depthwise(3, 33, 33, 3, 1, 1), "host", "relu", small);
+  check(depthwise(3, 33, 33, 5, 2, 2), "x86_64", "relu", small);
+  small.vectorWidth = 1;
+  check(depthwise(3, 33, 33, 3, 2, 1), "host", "relu", small);
 }
 
 // Dilation, no padding, a channel multiplier of 2 (two outputs per input
@@ -197,9 +204,10 @@ TEST(DepthwiseConvTest, EpiloguesMatchReference) {
     check(depthwise(6, 7, 7, 3, 1, 1), target, "row");
     check(depthwise(3, 30, 30, 3, 1, 1), target, "row");
   }
-  ScopedOption width("osprey-depthwise-vector-width", 1);
-  check(depthwise(5, 7, 7, 3, 1, 1), "host", "residual");
-  check(depthwise(5, 7, 7, 3, 1, 1), "host", "row");
+  DepthwiseOptions scalar;
+  scalar.vectorWidth = 1;
+  check(depthwise(5, 7, 7, 3, 1, 1), "host", "residual", scalar);
+  check(depthwise(5, 7, 7, 3, 1, 1), "host", "row", scalar);
 }
 
 } // namespace

@@ -94,19 +94,11 @@ std::vector<float> reference(const Case &t, const std::vector<float> &x,
   return y;
 }
 
-// Sets hidden unsigned option |name| (fusion and code generation); linking
-// a library resets the options, so this runs before every compile.
-void setOption(const char *name, unsigned value) {
-  auto *option = static_cast<llvm::cl::opt<unsigned> *>(
-      llvm::cl::getRegisteredOptions().lookup(name));
-  ASSERT_NE(option, nullptr) << name;
-  option->setValue(value);
-}
-
 struct Settings {
   unsigned vectorWidth = 0;   // 1: the embedded targets' scalar code
   unsigned maxScratch = 0;    // 0: the target's default
   unsigned planes = 0;        // planes computed together (0: the default)
+  bool loop = true;           // the reduction as a loop (else unrolled)
 };
 
 void check(const Case &t, const char *target, const Settings &settings = {}) {
@@ -114,20 +106,20 @@ void check(const Case &t, const char *target, const Settings &settings = {}) {
                std::to_string(settings.vectorWidth) + " scratch " +
                std::to_string(settings.maxScratch) + " planes " +
                std::to_string(settings.planes));
+  CompileOptions options;
+  options.target = target;
   // Small maps qualify too (by default only maps of 28 columns or more do,
   // 56 with a stride or a SiLU).
-  setOption("osprey-depthwise-prologue-min-width", 1);
-  setOption("osprey-depthwise-prologue-min-strided-width", 1);
-  setOption("osprey-depthwise-prologue-math-min-width", 1);
-  setOption("osprey-depthwise-vector-width", settings.vectorWidth);
-  setOption("osprey-depthwise-prologue-max-scratch", settings.maxScratch);
-  setOption("osprey-depthwise-max-scratch", settings.maxScratch);
-  setOption("osprey-depthwise-prologue-planes", settings.planes);
+  structured::DepthwisePrologueOptions &fuse = options.fusion.depthwisePrologue;
+  fuse.minWidth = fuse.minStridedWidth = fuse.mathMinWidth = 1;
+  DepthwiseOptions &tuning = options.codegen.depthwise;
+  tuning.vectorWidth = settings.vectorWidth;
+  tuning.prologueMaxScratch = settings.maxScratch;
+  tuning.maxScratch = settings.maxScratch;
+  tuning.prologuePlanes = settings.planes;
+  tuning.prologueLoop = settings.loop;
   CompiledGraph c;
-  absl::Status s = c.compile(graphText(t), target);
-  setOption("osprey-depthwise-prologue-min-width", 28);
-  setOption("osprey-depthwise-prologue-math-min-width", 56);
-  setOption("osprey-depthwise-prologue-min-strided-width", 0);
+  absl::Status s = c.compile(graphText(t), options);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(c.program().regions.size(), 1u)
       << "the expansion runs inside the depthwise region";
@@ -214,8 +206,9 @@ TEST(DepthwisePrologueTest, RowBlocksAndPartialBatchesMatchReference) {
   Settings one;
   one.planes = 1;
   check({16, 56, 56, 8, 3, 2, 1}, "host", one);
-  setOption("osprey-depthwise-prologue-loop", 0);
-  check({24, 28, 28, 16, 3, 1, 1}, "host");
+  Settings unrolled;
+  unrolled.loop = false;
+  check({24, 28, 28, 16, 3, 1, 1}, "host", unrolled);
 }
 
 // The decision's thresholds at their defaults: 28-wide maps fuse with
@@ -245,10 +238,10 @@ TEST(DepthwisePrologueTest, DefaultThresholds) {
 // scratch budget the compile fails with UNIMPLEMENTED instead of emitting
 // code without it.
 TEST(DepthwisePrologueTest, RowsOverBudgetAreUnimplemented) {
-  setOption("osprey-depthwise-max-scratch", 256);
+  CompileOptions options;
+  options.codegen.depthwise.maxScratch = 256;
   CompiledGraph c;
-  absl::Status s = c.compile(graphText({16, 56, 56, 24, 3, 1, 1}), "host");
-  setOption("osprey-depthwise-max-scratch", 0);
+  absl::Status s = c.compile(graphText({16, 56, 56, 24, 3, 1, 1}), options);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s.message();
   EXPECT_NE(s.message().find("scratch budget"), std::string::npos)
       << s.message();

@@ -76,8 +76,9 @@ bool isCodegenType(ElementType t) {
 class RegionEmitter {
 public:
   RegionEmitter(const DispatchProgram &p, const DispatchRegion &r,
-                llvm::Module &m)
-      : p_(p), r_(r), m_(m), ctx_(m.getContext()), b_(ctx_), abi_(m) {
+                llvm::Module &m, const CodegenOptions &options)
+      : p_(p), r_(r), options_(options), m_(m), ctx_(m.getContext()), b_(ctx_),
+        abi_(m) {
     idxTy_ = m.getDataLayout().getIntPtrType(ctx_);
   }
 
@@ -163,7 +164,7 @@ public:
     for (TileEmitterFn emit : llvm::ArrayRef<TileEmitterFn>(kTileEmitters)
                                   .take_front(isFloatRoot() ? 4 : 0)) {
       COMPILER_ASSIGN_OR_RETURN(bool emitted,
-                                emit(p_, r_, b_, fn_, lo, hi, hooks));
+                                emit(p_, r_, b_, fn_, lo, hi, hooks, options_));
       if (emitted) {
         b_.CreateRet(resultCode());
         return fn_;
@@ -1371,6 +1372,7 @@ private:
 
   const DispatchProgram &p_;
   const DispatchRegion &r_;
+  const CodegenOptions &options_;
   llvm::Module &m_;
   llvm::LLVMContext &ctx_;
   llvm::IRBuilder<> b_;
@@ -1395,8 +1397,9 @@ private:
 
 absl::StatusOr<llvm::Function *>
 emitDispatchFunction(const DispatchProgram &program,
-                     const DispatchRegion &region, llvm::Module &module) {
-  return RegionEmitter(program, region, module).emit();
+                     const DispatchRegion &region, llvm::Module &module,
+                     const CodegenOptions &options) {
+  return RegionEmitter(program, region, module, options).emit();
 }
 
 } // namespace osprey::compiler::llvm_cpu

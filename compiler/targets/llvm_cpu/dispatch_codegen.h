@@ -5,6 +5,7 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/dispatch/dispatch_ir.h"
+#include "compiler/targets/llvm_cpu/codegen_options.h"
 #include "llvm/IR/Module.h"
 
 namespace osprey::compiler::llvm_cpu {
@@ -28,13 +29,14 @@ struct AbiTypes {
 // applies the fused epilogue ops element by element and stores the result;
 // binding i is region.bindings[i]. Returns 0. Convolution and contraction
 // roots of matrix-product form (and depthwise convolutions with long rows)
-// take the packed paths of packed_gemm.h instead of the generic loops.
+// take the packed paths of packed_gemm.h instead of the generic loops,
+// tuned by |options|.
 // UNIMPLEMENTED naming the node for element types other than f32 and for
 // scalar operations without an expansion.
 absl::StatusOr<llvm::Function *>
 emitDispatchFunction(const dispatch::DispatchProgram &program,
                      const dispatch::DispatchRegion &region,
-                     llvm::Module &module);
+                     llvm::Module &module, const CodegenOptions &options = {});
 
 } // namespace osprey::compiler::llvm_cpu
 

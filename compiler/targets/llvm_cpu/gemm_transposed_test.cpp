@@ -98,7 +98,7 @@ void checkConv(const ConvCase &t, const char *target,
   CompiledGraph c;
   CompileOptions options;
   options.target = target;
-  options.boolOptions = {{"osprey-gemm-column-panels", columnPanels}};
+  options.codegen.gemm.columnPanels = columnPanels;
   absl::Status s = c.compile(convGraph(t, w, b), options);
   ASSERT_TRUE(s.ok()) << s.message();
   const dispatch::DispatchProgram &d = c.program();

@@ -233,8 +233,9 @@ buildExecutableObject(const dispatch::DispatchProgram &program,
                        llvm::MDString::get(context, target.features));
   std::vector<llvm::Function *> fns;
   for (const dispatch::DispatchRegion &region : program.regions) {
-    COMPILER_ASSIGN_OR_RETURN(llvm::Function * fn,
-                              emitDispatchFunction(program, region, module));
+    COMPILER_ASSIGN_OR_RETURN(
+        llvm::Function * fn,
+        emitDispatchFunction(program, region, module, options.codegen));
     fn->addFnAttr("target-cpu", target.cpu);
     if (!target.features.empty()) {
       fn->addFnAttr("target-features", target.features);

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/dispatch/dispatch_ir.h"
+#include "compiler/targets/llvm_cpu/codegen_options.h"
 #include "compiler/targets/llvm_cpu/target.h"
 
 namespace osprey::compiler::llvm_cpu {
@@ -23,6 +24,8 @@ struct LibraryOptions {
   // Symbol of the query function; empty: osprey_executable_library_query,
   // the one symbol the ELF loader looks up.
   std::string queryName;
+  // Tuning of the code generator.
+  CodegenOptions codegen;
 };
 
 // Export i of the library is program.regions[i]; its attributes declare the

@@ -154,9 +154,10 @@ std::vector<float> referenceConvRelu(const ConvCase &t,
   return y;
 }
 
-void checkConv(const ConvCase &t, bool severalWorkgroups) {
+void checkConv(const ConvCase &t, bool severalWorkgroups,
+               const CompileOptions &options = {}) {
   CompiledGraph c;
-  absl::Status s = c.compile(convGraph(t));
+  absl::Status s = c.compile(convGraph(t), options);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(c.program().regions.size(), 1u) << "bias and relu are fused";
   const auto &wg = c.program().regions[0].workgroupCount;
@@ -242,9 +243,10 @@ graph @mix(%a: tensor<64x32xf32>, %b: tensor<32x48xf32>, %v: tensor<2x32xf32>) {
 // With a small stack budget (as on embedded targets) a tile runs in
 // sub-tiles of its outer pixel loop: here single rows of 17 pixels.
 TEST(LlvmCpuTest, PackedConvInSubTilesMatchesReference) {
-  testing::ScopedOption limit("osprey-gemm-max-scratch", 8192);
-  checkConv({3, 33, 33, 16, 3, 2, 1, 1, 1}, true);
-  checkConv({5, 13, 13, 7, 3, 1, 2, 2, 1}, false);
+  CompileOptions options;
+  options.codegen.gemm.maxScratch = 8192;
+  checkConv({3, 33, 33, 16, 3, 2, 1, 1, 1}, true, options);
+  checkConv({5, 13, 13, 7, 3, 1, 2, 2, 1}, false, options);
 }
 
 // Depthwise convolutions (one channel per group) have no matrix product to

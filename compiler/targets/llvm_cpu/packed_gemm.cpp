@@ -30,28 +30,9 @@
 #include "compiler/structured/fusion.h"
 #include "llvm/IR/Intrinsics.h"
 #include "llvm/IR/Module.h"
-#include "llvm/Support/CommandLine.h"
 #include "llvm/TargetParser/Triple.h"
 
 namespace osprey::compiler::llvm_cpu {
-
-static llvm::cl::opt<unsigned> maxScratchOption(
-    "osprey-gemm-max-scratch",
-    llvm::cl::desc("Stack bytes the packed matrix-product path may use per "
-                   "workgroup (0: the target's default)"),
-    llvm::cl::init(0), llvm::cl::Hidden);
-
-static llvm::cl::opt<bool> columnPanelsOption(
-    "osprey-gemm-column-panels",
-    llvm::cl::desc("Vectorize matrix products along M when A is laid out "
-                   "with M innermost (as on scalar targets when off)"),
-    llvm::cl::init(true), llvm::cl::Hidden);
-
-static llvm::cl::opt<unsigned> transposedVectorsOption(
-    "osprey-gemmt-vectors",
-    llvm::cl::desc("Vectors of output channels per block of the transposed "
-                   "kernel on AVX-512 targets (1-3; 0: chosen per tile)"),
-    llvm::cl::init(0), llvm::cl::Hidden);
 
 using structured::GemmPlan;
 using structured::StructuredOp;
@@ -238,8 +219,10 @@ public:
   PackedGemmEmitter(const dispatch::DispatchProgram &p,
                     const dispatch::DispatchRegion &r, llvm::IRBuilder<> &b,
                     llvm::Function *fn, const GemmPlan &plan,
-                    const GemmKernelShape &shape, const TileHooks &hooks)
-      : TileEmitter(p, r, b, fn, hooks), plan_(plan), shape_(shape) {
+                    const GemmKernelShape &shape, const TileHooks &hooks,
+                    const GemmOptions &options)
+      : TileEmitter(p, r, b, fn, hooks), plan_(plan), shape_(shape),
+        options_(options) {
     nr_ = shape.vectorWidth * shape.nv;
   }
 
@@ -659,8 +642,8 @@ private:
     if (shape_.vectorWidth != 16) {
       return shape_.nv;
     }
-    if (transposedVectorsOption >= 1 && transposedVectorsOption <= 3) {
-      return transposedVectorsOption;
+    if (options_.transposedVectors >= 1 && options_.transposedVectors <= 3) {
+      return options_.transposedVectors;
     }
     auto panels = [&](int64_t nr) { return (mTile + nr - 1) / nr; };
     unsigned wide = shape_.nv + 1;
@@ -676,7 +659,7 @@ private:
   // A, which structured::relayoutGemmOperands pads. Only for vector
   // targets: a scalar kernel has no padded vector lanes to save.
   bool columnPanelsOfA(int64_t mTile) const {
-    if (shape_.vectorWidth == 1 || !columnPanelsOption ||
+    if (shape_.vectorWidth == 1 || !options_.columnPanels ||
         plan_.aStrides[plan_.mLoop] != 1) {
       return false;
     }
@@ -868,6 +851,7 @@ private:
 
   const GemmPlan &plan_;
   GemmKernelShape shape_;
+  const GemmOptions &options_;
   // Tiles with at most this many column chunks loop over rows of A
   // outermost.
   static constexpr int64_t kRowsOuterChunks = 2;
@@ -921,7 +905,8 @@ absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
                                     llvm::Function *fn,
                                     llvm::ArrayRef<llvm::Value *> lo,
                                     llvm::ArrayRef<llvm::Value *> hi,
-                                    const TileHooks &hooks) {
+                                    const TileHooks &hooks,
+                                    const CodegenOptions &options) {
   const StructuredOp &root = program.program.ops[region.ops[0]];
   if (!allF32(program, root)) {
     return false;
@@ -933,14 +918,15 @@ absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
   }
   GemmKernelShape shape =
       gemmKernelShape(fn->getParent()->getTargetTriple(), features);
-  if (maxScratchOption != 0) {
-    shape.maxScratch = maxScratchOption;
+  if (options.gemm.maxScratch != 0) {
+    shape.maxScratch = options.gemm.maxScratch;
   }
   std::optional<GemmPlan> plan = structured::planGemm(program.program, root);
   if (!plan) {
     return false;
   }
-  PackedGemmEmitter emitter(program, region, builder, fn, *plan, shape, hooks);
+  PackedGemmEmitter emitter(program, region, builder, fn, *plan, shape, hooks,
+                            options.gemm);
   if (!emitter.size()) {
     return false;
   }

@@ -72,7 +72,8 @@ absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
                                     llvm::Function *fn,
                                     llvm::ArrayRef<llvm::Value *> lo,
                                     llvm::ArrayRef<llvm::Value *> hi,
-                                    const TileHooks &hooks);
+                                    const TileHooks &hooks,
+                                    const CodegenOptions &options);
 
 } // namespace osprey::compiler::llvm_cpu
 

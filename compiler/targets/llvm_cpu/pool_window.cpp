@@ -29,15 +29,8 @@
 
 #include "compiler/targets/llvm_cpu/math.h"
 #include "compiler/targets/llvm_cpu/packed_gemm.h"
-#include "llvm/Support/CommandLine.h"
 
 namespace osprey::compiler::llvm_cpu {
-
-static llvm::cl::opt<bool> poolWindowOption(
-    "osprey-pool-window",
-    llvm::cl::desc("Emit max pooling windows with row-interior vector loads "
-                   "(false: the generic loop nest)"),
-    llvm::cl::init(true), llvm::cl::Hidden);
 
 namespace {
 
@@ -464,9 +457,10 @@ absl::StatusOr<bool> emitPoolWindow(const dispatch::DispatchProgram &program,
                                     llvm::Function *fn,
                                     llvm::ArrayRef<llvm::Value *> lo,
                                     llvm::ArrayRef<llvm::Value *> hi,
-                                    const TileHooks &hooks) {
+                                    const TileHooks &hooks,
+                                    const CodegenOptions &options) {
   const StructuredOp &root = program.program.ops[region.ops[0]];
-  if (!poolWindowOption) {
+  if (!options.poolWindow) {
     return false;
   }
   std::optional<PoolPlan> plan = planPoolWindow(program, root);

@@ -27,7 +27,8 @@ absl::StatusOr<bool> emitPoolWindow(const dispatch::DispatchProgram &program,
                                     llvm::Function *fn,
                                     llvm::ArrayRef<llvm::Value *> lo,
                                     llvm::ArrayRef<llvm::Value *> hi,
-                                    const TileHooks &hooks);
+                                    const TileHooks &hooks,
+                                    const CodegenOptions &options);
 
 } // namespace osprey::compiler::llvm_cpu
 

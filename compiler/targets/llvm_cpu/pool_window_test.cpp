@@ -179,5 +179,21 @@ TEST(PoolWindowTest, ScalarTargetsKeepGenericPath) {
   }
 }
 
+// Options belong to one compilation: turning the path off for one library
+// leaves the next one in the same process at the default.
+TEST(PoolWindowTest, OptionsApplyToOneCompilation) {
+  std::string text = graphText(square(4, 40, 40, 3, 2, 1), "");
+  CompileOptions off;
+  off.name = "pool";
+  off.load = false;
+  off.codegen.poolWindow = false;
+  CompiledGraph generic;
+  ASSERT_TRUE(generic.compile(text, off).ok());
+  EXPECT_EQ(generic.ir().find("osprey-pool-window"), std::string::npos);
+  CompiledGraph fast;
+  ASSERT_TRUE(fast.compile(text, "host").ok());
+  EXPECT_NE(fast.ir().find("osprey-pool-window"), std::string::npos);
+}
+
 } // namespace
 } // namespace osprey::compiler::llvm_cpu

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "compiler/dispatch/dispatch_ir.h"
+#include "compiler/targets/llvm_cpu/codegen_options.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Module.h"
 
@@ -37,12 +38,14 @@ struct TileHooks {
 // A tile emitter's entry point: if it handles the region's root, emits the
 // workgroup's tile (loop ranges [lo[d], hi[d]) per root loop) at the
 // builder's insertion point inside |fn|, epilogue included, and returns true;
-// otherwise returns false and emits nothing. Errors come from |hooks|.
+// otherwise returns false and emits nothing. |options| tunes the emitters.
+// Errors come from |hooks|.
 using TileEmitterFn = absl::StatusOr<bool> (*)(
     const dispatch::DispatchProgram &program,
     const dispatch::DispatchRegion &region, llvm::IRBuilder<> &builder,
     llvm::Function *fn, llvm::ArrayRef<llvm::Value *> lo,
-    llvm::ArrayRef<llvm::Value *> hi, const TileHooks &hooks);
+    llvm::ArrayRef<llvm::Value *> hi, const TileHooks &hooks,
+    const CodegenOptions &options);
 
 // Loop, index and row-split helpers shared by the tile emitters; they emit at
 // the builder's insertion point inside |fn| with loop indices ivs_.

@@ -673,7 +673,8 @@ absl::StatusOr<bool> emitWinogradConv(const dispatch::DispatchProgram &program,
                                       llvm::Function *fn,
                                       llvm::ArrayRef<llvm::Value *> lo,
                                       llvm::ArrayRef<llvm::Value *> hi,
-                                      const TileHooks &hooks) {
+                                      const TileHooks &hooks,
+                                      const CodegenOptions &options) {
   const StructuredOp &root = program.program.ops[region.ops[0]];
   if (!root.winograd) {
     return false;
@@ -699,11 +700,13 @@ absl::StatusOr<bool> emitWinogradConv(const dispatch::DispatchProgram &program,
                     "fused for another target)");
   }
   WinogradPlan plan = structured::winogradPlanOf(root);
+  structured::FusionOptions fused;
+  fused.winograd = options.winograd;
   WinogradEmitter emitter(program, region, builder, fn, plan, shape, hooks);
   std::optional<structured::WinogradSchedule> sched =
       structured::scheduleWinograd(plan, emitter.maxCo(), emitter.maxOh(),
                                    emitter.maxOw(),
-                                   winogradFusionOptions(shape));
+                                   fusionOptionsFor(shape, fused));
   if (!sched || sched->transposed != root.winograd->transposed) {
     return internal("the workgroup's schedule differs from the one the "
                     "weights were transformed for");
@@ -725,16 +728,18 @@ absl::StatusOr<bool> emitWinogradConv(const dispatch::DispatchProgram &program,
   return true;
 }
 
-structured::FusionOptions winogradFusionOptions(const GemmKernelShape &shape) {
-  structured::FusionOptions options;
-  options.vectorWidth = shape.vectorWidth;
-  options.kernelRows = shape.mr;
-  options.kernelVectors = shape.nv;
-  return options;
+structured::FusionOptions fusionOptionsFor(const GemmKernelShape &shape,
+                                           structured::FusionOptions tuning) {
+  tuning.vectorWidth = shape.vectorWidth;
+  tuning.kernelRows = shape.mr;
+  tuning.kernelVectors = shape.nv;
+  return tuning;
 }
 
-structured::FusionOptions fusionOptionsFor(const CpuTarget &target) {
-  return winogradFusionOptions(gemmKernelShape(target.triple, target.features));
+structured::FusionOptions fusionOptionsFor(const CpuTarget &target,
+                                           structured::FusionOptions tuning) {
+  return fusionOptionsFor(gemmKernelShape(target.triple, target.features),
+                          std::move(tuning));
 }
 
 } // namespace osprey::compiler::llvm_cpu

@@ -22,7 +22,9 @@ namespace osprey::compiler::llvm_cpu {
 // root's weights operand) run through packedGemmKernel or
 // packedGemmTransposedKernel, and the products are transformed back into
 // output rows that the epilogue applies the region's fused ops to through
-// |hooks|. Returns false, emitting nothing, for other roots. Errors:
+// |hooks|; the schedule is derived with options.winograd, which must be
+// the options the program was fused with. Returns false, emitting
+// nothing, for other roots. Errors:
 // INTERNAL when the root cannot be emitted as planned (a target without
 // vectors, or a schedule or weight shape other than the structured pass
 // chose: the program was fused with other FusionOptions); those of |hooks|.
@@ -32,13 +34,18 @@ absl::StatusOr<bool> emitWinogradConv(const dispatch::DispatchProgram &program,
                                       llvm::Function *fn,
                                       llvm::ArrayRef<llvm::Value *> lo,
                                       llvm::ArrayRef<llvm::Value *> hi,
-                                      const TileHooks &hooks);
+                                      const TileHooks &hooks,
+                                      const CodegenOptions &options);
 
-// The FusionOptions (microkernel shape) for a target with GEMM kernel
-// |shape|, and for |target|: what structured::fuseAndTile needs to make
-// Winograd decisions this code generator implements.
-structured::FusionOptions winogradFusionOptions(const GemmKernelShape &shape);
-structured::FusionOptions fusionOptionsFor(const CpuTarget &target);
+// |tuning| with the microkernel fields of FusionOptions set for a target
+// with GEMM kernel |shape|, or for |target|: what structured::fuseAndTile
+// needs to make Winograd decisions this code generator implements.
+structured::FusionOptions
+fusionOptionsFor(const GemmKernelShape &shape,
+                 structured::FusionOptions tuning = {});
+structured::FusionOptions
+fusionOptionsFor(const CpuTarget &target,
+                 structured::FusionOptions tuning = {});
 
 } // namespace osprey::compiler::llvm_cpu
 

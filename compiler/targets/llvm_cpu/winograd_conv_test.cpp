@@ -146,10 +146,11 @@ void check(const Case &t, const char *target,
   CompiledGraph c;
   CompileOptions options;
   options.target = target;
-  options.unsignedOptions = {{"osprey-winograd-min-pixels", 1},
-                             {"osprey-winograd-block-rows", blockRows},
-                             {"osprey-winograd-f4-min-width", f4MinWidth}};
-  options.boolOptions = {{"osprey-winograd-transposed", transposed}};
+  structured::WinogradOptions &winograd = options.fusion.winograd;
+  winograd.minPixels = 1;
+  winograd.blockRows = blockRows;
+  winograd.minF4Width = f4MinWidth;
+  winograd.transposed = transposed;
   absl::Status s = c.compile(graphText(t, epilogue, w, b), options);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(c.program().regions.size(), 1u) << "the epilogue is fused";
@@ -276,8 +277,8 @@ TEST(WinogradConvTest, OtherConvolutionsKeepThePackedPath) {
     CompileOptions options;
     options.target = target;
     options.load = false;
-    options.boolOptions = {{"osprey-winograd", winograd}};
-    options.unsignedOptions = {{"osprey-winograd-min-pixels", 1}};
+    options.fusion.winograd.enabled = winograd;
+    options.fusion.winograd.minPixels = 1;
     std::vector<float> w(size_t(t.co) * t.ci * 9, 0.5f), b(t.co, 0.25f);
     absl::Status s = c.compile(graphText(t, "relu", w, b), options);
     EXPECT_TRUE(s.ok()) << s.message();
@@ -314,10 +315,7 @@ TEST(WinogradConvTest, SharedWeightsStayForTheirOtherReader) {
   CompiledGraph c;
   CompileOptions options;
   options.target = "x86_64";
-  options.unsignedOptions = {{"osprey-winograd-min-pixels", 1},
-                             {"osprey-winograd-block-rows", 0},
-                             {"osprey-winograd-f4-min-width", 28}};
-  options.boolOptions = {{"osprey-winograd-transposed", true}};
+  options.fusion.winograd.minPixels = 1;
   absl::Status s = c.compile(text, options);
   ASSERT_TRUE(s.ok()) << s.message();
   ASSERT_EQ(c.program().regions.size(), 2u);

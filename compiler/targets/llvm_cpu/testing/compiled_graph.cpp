@@ -42,38 +42,16 @@ lowerGraphText(llvm::StringRef text, llvm::StringRef sourceName,
   return std::move(*d);
 }
 
-namespace {
-
-template <typename T>
-absl::Status setOptions(const std::vector<std::pair<std::string, T>> &values) {
-  auto &registered = llvm::cl::getRegisteredOptions();
-  for (const auto &[name, value] : values) {
-    auto *option = static_cast<llvm::cl::opt<T> *>(registered.lookup(name));
-    if (!option) {
-      return absl::InvalidArgumentError("no llvm option '" + name + "'");
-    }
-    option->setValue(value);
-  }
-  return absl::OkStatus();
-}
-
-} // namespace
-
 absl::Status CompiledGraph::compile(llvm::StringRef text,
                                     const CompileOptions &options) {
   auto target = resolveCpuTarget(options.target);
   if (!target.ok()) {
     return target.status();
   }
-  // Options first: fusion makes some of the code generator's decisions
-  // (Winograd convolutions) for the target.
-  if (absl::Status s = setOptions(options.boolOptions); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = setOptions(options.unsignedOptions); !s.ok()) {
-    return s;
-  }
-  auto d = lowerGraphText(text, options.name, fusionOptionsFor(*target));
+  // Fusion makes some of the code generator's decisions (Winograd
+  // convolutions) for the target.
+  auto d = lowerGraphText(text, options.name,
+                          fusionOptionsFor(*target, options.fusion));
   if (!d.ok()) {
     return d.status();
   }
@@ -81,6 +59,8 @@ absl::Status CompiledGraph::compile(llvm::StringRef text,
   LibraryOptions libraryOptions;
   libraryOptions.name = options.name;
   libraryOptions.llvmIr = &ir_;
+  libraryOptions.codegen = options.codegen;
+  libraryOptions.codegen.winograd = options.fusion.winograd;
   auto bytes = buildExecutableLibrary(program_, *target, libraryOptions);
   if (!bytes.ok()) {
     return bytes.status();
@@ -198,21 +178,6 @@ CompiledGraph::runBytes(const std::vector<std::vector<uint8_t>> &inputs) {
     outputs.push_back(owned.at(program_.storageOf(t)));
   }
   return outputs;
-}
-
-ScopedOption::ScopedOption(const char *name, unsigned value) {
-  auto &options = llvm::cl::getRegisteredOptions();
-  option_ = static_cast<llvm::cl::opt<unsigned> *>(options.lookup(name));
-  EXPECT_NE(option_, nullptr) << name;
-  if (option_) {
-    option_->setValue(value);
-  }
-}
-
-ScopedOption::~ScopedOption() {
-  if (option_) {
-    option_->setValue(0);
-  }
 }
 
 std::vector<float> randomData(size_t n, float lo, float hi, unsigned seed) {

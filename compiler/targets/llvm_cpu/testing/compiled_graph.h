@@ -16,8 +16,8 @@
 #include "compiler/structured/fusion.h"
 #include "hal/local/loaders/elf/elf_loader.h"
 #include "runtime/base/status.h"
+#include "compiler/targets/llvm_cpu/codegen_options.h"
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Support/CommandLine.h"
 
 namespace osprey::compiler::llvm_cpu::testing {
 
@@ -34,11 +34,10 @@ struct CompileOptions {
   std::string target = "host";
   // Source name for the parser and library name reported by the query.
   std::string name = "test";
-  // Hidden llvm::cl options of the code generator, set right before the
-  // library is built (linking resets LLVM's options to their defaults).
-  // Each name must be a registered option of that type.
-  std::vector<std::pair<std::string, bool>> boolOptions;
-  std::vector<std::pair<std::string, unsigned>> unsignedOptions;
+  // Fusion tuning (the microkernel fields come from the target) and code
+  // generator tuning; the code generator gets fusion.winograd.
+  structured::FusionOptions fusion;
+  CodegenOptions codegen;
   // Load the library with the ELF loader (off for targets that cannot run
   // on this machine; run() and executable() then must not be called).
   bool load = true;
@@ -49,8 +48,8 @@ class CompiledGraph {
 public:
   // Lowers, builds and (unless options.load is off) loads |text|.
   // Errors: those of lowerGraphText, resolveCpuTarget and
-  // buildExecutableLibrary; INVALID_ARGUMENT for an unregistered cl option;
-  // INTERNAL (with the loader's message) when loading fails.
+  // buildExecutableLibrary; INTERNAL (with the loader's message) when
+  // loading fails.
   absl::Status compile(llvm::StringRef text,
                        const CompileOptions &options = {});
   // compile() for |target| with the other options at their defaults.
@@ -84,19 +83,6 @@ private:
   std::vector<uint8_t> library_;
   hal::local::loaders::elf::ElfLoader loader_;
   ref_ptr<hal::local::LocalExecutable> executable_;
-};
-
-// Sets a hidden unsigned llvm::cl option of the code generator for one scope
-// (back to 0 at its end). A missing option is a test failure.
-class ScopedOption {
-public:
-  ScopedOption(const char *name, unsigned value);
-  ~ScopedOption();
-  ScopedOption(const ScopedOption &) = delete;
-  ScopedOption &operator=(const ScopedOption &) = delete;
-
-private:
-  llvm::cl::opt<unsigned> *option_ = nullptr;
 };
 
 // |n| values uniform in [lo, hi) from a generator seeded with |seed|.
