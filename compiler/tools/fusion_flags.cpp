@@ -92,10 +92,11 @@ fusionOptionsFromFlags(structured::FusionOptions options) {
   return options;
 }
 
-dispatch::PlanOptions planOptionsFromFlags() {
-  dispatch::PlanOptions options;
-  options.maxEmbeddedConstantBytes = maxEmbeddedConstantBytes;
-  return options;
+dispatch::PlanOptions planOptionsFromFlags(dispatch::PlanOptions defaults) {
+  if (maxEmbeddedConstantBytes.getNumOccurrences() > 0) {
+    defaults.maxEmbeddedConstantBytes = maxEmbeddedConstantBytes;
+  }
+  return defaults;
 }
 
 } // namespace osprey::compiler::tools

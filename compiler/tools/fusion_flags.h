@@ -14,9 +14,9 @@ namespace osprey::compiler::tools {
 structured::FusionOptions
 fusionOptionsFromFlags(structured::FusionOptions options = {});
 
-// Memory planning options from the flags (--osprey-max-embedded-constant-
-// bytes).
-dispatch::PlanOptions planOptionsFromFlags();
+// |defaults| (the target's, targets::planOptionsFor) with what the flags
+// override (--osprey-max-embedded-constant-bytes, when given).
+dispatch::PlanOptions planOptionsFromFlags(dispatch::PlanOptions defaults = {});
 
 } // namespace osprey::compiler::tools
 

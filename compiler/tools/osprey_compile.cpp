@@ -1,6 +1,7 @@
 // osprey-compile: compiles an ONNX model for a target into an .osp module:
 // import, graph passes, structured ops and fusion, dispatch regions and
-// memory planning, LLVM CPU code generation and the VM backend. The compiled
+// memory planning, code generation by the target (targets::Target; the LLVM
+// CPU target for every --target today) and the VM backend. The compiled
 // code is either embedded in the module as an ELF or written beside it as a
 // static library (object + C header) for linking into firmware.
 #include "compiler/dispatch/dispatch_ir.h"
@@ -9,8 +10,8 @@
 #include "compiler/import/onnx/importer.h"
 #include "compiler/structured/fusion.h"
 #include "compiler/structured/lowering/lower_graph.h"
-#include "compiler/targets/llvm_cpu/library.h"
-#include "compiler/targets/llvm_cpu/winograd_conv.h"
+#include "compiler/targets/llvm_cpu/llvm_cpu_target.h"
+#include "compiler/targets/target.h"
 #include "compiler/tools/fusion_flags.h"
 #include "compiler/tools/llvm_cpu_flags.h"
 #include "compiler/vm_backend/module_emitter.h"
@@ -155,6 +156,37 @@ static std::string printable(llvm::StringRef text) {
   return out;
 }
 
+// |text| made a C identifier: other characters become '_', and |prefix|
+// goes in front of an empty name or one starting with a digit.
+static std::string cIdentifier(llvm::StringRef text, llvm::StringRef prefix) {
+  std::string name = text.str();
+  for (char &c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') {
+      c = '_';
+    }
+  }
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) {
+    name = prefix.str() + name;
+  }
+  return name;
+}
+
+// The code generator for --target with the tuning flags. Every --target
+// value names a CPU of the LLVM CPU target; a target for another device
+// (compiler/targets/<name>/) is chosen here by its name.
+static absl::StatusOr<std::unique_ptr<targets::Target>> makeTarget() {
+  llvm_cpu::LlvmCpuTargetOptions options;
+  options.staticLibrary = outputFormat == "static-library";
+  options.fusion = tools::fusionOptionsFromFlags();
+  options.codegen = tools::codegenOptionsFromFlags(options.fusion);
+  auto cpu = llvm_cpu::LlvmCpuTarget::create(target, targetCpu,
+                                             std::move(options));
+  if (!cpu.ok()) {
+    return cpu.status();
+  }
+  return std::unique_ptr<targets::Target>(std::move(*cpu));
+}
+
 static int fail(const absl::Status &status) {
   llvm::errs() << "osprey-compile: error: "
                << absl::StatusCodeToString(status.code()) << ": "
@@ -265,15 +297,15 @@ int main(int argc, char **argv) {
   printStage("lower-to-structured", [&](llvm::raw_ostream &os) {
     structured::printProgram(*program, os);
   });
-  // Fusion makes the target's Winograd decisions (the transformed weights
-  // replace the 3x3 ones in the module).
-  auto fuseTarget = llvm_cpu::resolveCpuTarget(target, targetCpu);
-  if (!fuseTarget.ok()) {
-    return fail(fuseTarget.status());
+  // The code generator, configured from the flags; fusion makes its
+  // target-dependent decisions (the Winograd weights replace the 3x3 ones in
+  // the module).
+  auto codeTarget = makeTarget();
+  if (!codeTarget.ok()) {
+    return fail(codeTarget.status());
   }
-  const structured::FusionOptions fusionOptions =
-      llvm_cpu::fusionOptionsFor(*fuseTarget, tools::fusionOptionsFromFlags());
-  if (absl::Status s = structured::fuseAndTile(*program, fusionOptions);
+  targets::Target &tgt = **codeTarget;
+  if (absl::Status s = structured::fuseAndTile(*program, tgt.fusionOptions());
       !s.ok()) {
     return fail(s);
   }
@@ -307,8 +339,9 @@ int main(int argc, char **argv) {
   printStage("form-dispatch", [&](llvm::raw_ostream &os) {
     dispatch::printDispatchProgram(*dispatchProgram, os);
   });
-  if (absl::Status s =
-          dispatch::planMemory(*dispatchProgram, tools::planOptionsFromFlags());
+  if (absl::Status s = dispatch::planMemory(
+          *dispatchProgram,
+          tools::planOptionsFromFlags(targets::planOptionsFor(tgt)));
       !s.ok()) {
     return fail(s);
   }
@@ -322,26 +355,8 @@ int main(int argc, char **argv) {
     dispatch::printDispatchProgram(*dispatchProgram, *os);
     return 0;
   }
-  auto cpu = llvm_cpu::resolveCpuTarget(target, targetCpu);
-  if (!cpu.ok()) {
-    return fail(cpu.status());
-  }
-  std::string moduleName = dispatchProgram->program.name;
-  for (char &c : moduleName) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') {
-      c = '_';
-    }
-  }
-  if (moduleName.empty() || std::isdigit(static_cast<unsigned char>(moduleName[0]))) {
-    moduleName = "m_" + moduleName;
-  }
-  std::string llvmIr;
-  llvm_cpu::LibraryOptions libraryOptions;
-  libraryOptions.name = moduleName;
-  libraryOptions.codegen = tools::codegenOptionsFromFlags(fusionOptions);
-  if (outputFormat == "llvm-ir") {
-    libraryOptions.llvmIr = &llvmIr;
-  }
+  std::string moduleName =
+      cIdentifier(dispatchProgram->program.name, "m_");
   // lld resets every LLVM command-line option to its default when a link
   // finishes, so read the options this tool still needs first.
   const std::string format = outputFormat, outputPath = outputFile;
@@ -357,67 +372,42 @@ int main(int argc, char **argv) {
     out.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
     return true;
   };
-  vm_backend::ExecutableBinary executable;
-  std::optional<llvm_cpu::StaticLibrary> staticLibrary;
-  std::string objectPath, headerPath;
+  std::string irText;
+  targets::BuildOptions build;
+  build.name = moduleName;
   if (format == "static-library") {
     // Files and library are named after the output (two models exported
     // with the same graph name can then live in one firmware image).
-    llvm::SmallString<128> stem(llvm::sys::path::stem(outputPath));
-    for (char &c : stem) {
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') {
-        c = '_';
-      }
-    }
-    if (stem.empty() || std::isdigit(static_cast<unsigned char>(stem[0]))) {
-      stem.insert(stem.begin(), 'm');
-    }
-    libraryOptions.name = stem.str().str();
-    auto library =
-        llvm_cpu::buildStaticLibrary(*dispatchProgram, *cpu, libraryOptions);
-    if (!library.ok()) {
-      return fail(library.status());
-    }
-    staticLibrary = std::move(*library);
-    llvm::SmallString<256> path(outputPath);
-    llvm::sys::path::replace_extension(path, "o");
-    objectPath = path.str().str();
-    llvm::sys::path::replace_extension(path, "h");
-    headerPath = path.str().str();
-    executable.format = "static";
-    executable.data.assign(libraryOptions.name.begin(),
-                           libraryOptions.name.end());
-  } else {
-    auto library = llvm_cpu::buildExecutableLibrary(*dispatchProgram, *cpu,
-                                                    libraryOptions);
-    if (!library.ok()) {
-      return fail(library.status());
-    }
-    if (format == "llvm-ir") {
-      if (!openText(os, outputPath)) {
-        return 1;
-      }
-      *os << llvmIr;
-      return 0;
-    }
-    executable.format = cpu->elfFormat;
-    executable.data = std::move(*library);
+    build.name = cIdentifier(llvm::sys::path::stem(outputPath), "m");
   }
-  auto module = vm_backend::emitModule(*dispatchProgram, executable, moduleName);
+  if (format == "llvm-ir") {
+    build.irText = &irText;
+  }
+  auto executable = tgt.buildExecutable(*dispatchProgram, build);
+  if (!executable.ok()) {
+    return fail(executable.status());
+  }
+  if (format == "llvm-ir") {
+    if (!openText(os, outputPath)) {
+      return 1;
+    }
+    *os << irText;
+    return 0;
+  }
+  auto module =
+      vm_backend::emitModule(*dispatchProgram, *executable, moduleName);
   if (!module.ok()) {
     return fail(module.status());
   }
   if (!writeBinary(outputPath, *module)) {
     return 1;
   }
-  if (staticLibrary) {
-    if (!writeBinary(objectPath, staticLibrary->object)) {
+  for (const targets::Executable::File &file : executable->files) {
+    llvm::SmallString<256> path(outputPath);
+    llvm::sys::path::replace_extension(path, file.extension);
+    if (!writeBinary(path.str().str(), file.bytes)) {
       return 1;
     }
-    if (!openText(os, headerPath)) {
-      return 1;
-    }
-    *os << staticLibrary->header;
   }
   return 0;
 }

@@ -218,7 +218,8 @@ absl::Status setIoAttributes(vm::ModuleBuilder &builder,
 
 absl::StatusOr<std::vector<uint8_t>>
 emitModule(const dispatch::DispatchProgram &d,
-           const ExecutableBinary &executable, const std::string &moduleName) {
+           const targets::Executable &executable,
+           const std::string &moduleName) {
   const structured::StructuredProgram &p = d.program;
   if (d.arenaSize < 0) {
     return absl::FailedPreconditionError(
@@ -425,7 +426,7 @@ emitModule(const dispatch::DispatchProgram &d,
     const dispatch::DispatchRegion &r = d.regions[c.region];
     e.writer().SetLocation("node '" + r.loc + "' (" + r.name + ")");
     // The hal module unpacks at most this many bindings per dispatch.
-    constexpr size_t kMaxBindings = 32;
+    constexpr size_t kMaxBindings = dispatch::kMaxRegionBindings;
     if (r.bindings.size() > kMaxBindings) {
       return absl::UnimplementedError(
           "node '" + r.loc + "': dispatch region with " +

@@ -11,13 +11,9 @@
 
 #include "absl/status/statusor.h"
 #include "compiler/dispatch/dispatch_ir.h"
+#include "compiler/targets/target.h"
 
 namespace osprey::compiler::vm_backend {
-
-struct ExecutableBinary {
-  std::string format; // e.g. "elf-x86_64"
-  std::vector<uint8_t> data;
-};
 
 // Emits a module named |moduleName| exporting `main`, whose arguments and
 // results are hal.buffer_views of the graph inputs and outputs in order.
@@ -27,7 +23,9 @@ struct ExecutableBinary {
 // the outputs, takes the context's arena of program.arenaSize bytes from a
 // ref global (allocating it on the first call; transients are subspans at
 // their planned offsets), records one dispatch per region of |executable|
-// (export i = region i) with the planned barriers, submits and waits, puts
+// (the dispatch ABI of targets::BindingLayout: export i = region i, the
+// region's bindings in order, no push constants) with the planned
+// barriers, submits and waits, puts
 // the arena back and returns views of the outputs. The module records the
 // attributes "arena_size" and "arena_alignment", and for graph input or
 // output i "main.input.<i>.name" / "main.output.<i>.name" (the model's names;
@@ -40,7 +38,8 @@ struct ExecutableBinary {
 // attribute limit can name.
 absl::StatusOr<std::vector<uint8_t>>
 emitModule(const dispatch::DispatchProgram &program,
-           const ExecutableBinary &executable, const std::string &moduleName);
+           const targets::Executable &executable,
+           const std::string &moduleName);
 
 } // namespace osprey::compiler::vm_backend
 
