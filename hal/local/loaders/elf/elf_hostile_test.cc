@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "hal/local/loaders/elf/elf_image.h"
 #include "hal/local/loaders/elf/elf_loader.h"
-#include "hal/local/loaders/elf/elf_test_util.h"
+#include "hal/local/loaders/elf/testing/elf_test_util.h"
 #include "tests/executables/test_executables.h"
 
 #ifndef OSPREY_ELF_FUZZ_SCALE

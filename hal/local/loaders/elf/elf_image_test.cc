@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "hal/local/loaders/elf/elf_test_util.h"
+#include "hal/local/loaders/elf/testing/elf_test_util.h"
 #include "tests/executables/test_executables.h"
 
 namespace osprey::hal::local::loaders::elf {

@@ -9,7 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "hal/local/library_executable.h"
-#include "hal/local/loaders/elf/elf_test_util.h"
+#include "hal/local/loaders/elf/testing/elf_test_util.h"
 #include "tests/executables/test_abi.h"
 #include "tests/executables/test_executables.h"
 

@@ -1,5 +1,5 @@
 // Test helpers for the ELF loader tests.
-#include "hal/local/loaders/elf/elf_test_util.h"
+#include "hal/local/loaders/elf/testing/elf_test_util.h"
 
 #include <cstring>
 

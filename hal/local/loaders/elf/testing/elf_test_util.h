@@ -1,7 +1,7 @@
 // Test helpers: copies of the test dispatch libraries and an editor that
 // patches ELF fields in them to craft hostile inputs.
-#ifndef OSPREY_HAL_LOCAL_LOADERS_ELF_ELF_TEST_UTIL_H_
-#define OSPREY_HAL_LOCAL_LOADERS_ELF_ELF_TEST_UTIL_H_
+#ifndef OSPREY_HAL_LOCAL_LOADERS_ELF_TESTING_ELF_TEST_UTIL_H_
+#define OSPREY_HAL_LOCAL_LOADERS_ELF_TESTING_ELF_TEST_UTIL_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -87,4 +87,4 @@ class ElfEditor {
 
 }  // namespace osprey::hal::local::loaders::elf::testing
 
-#endif  // OSPREY_HAL_LOCAL_LOADERS_ELF_ELF_TEST_UTIL_H_
+#endif  // OSPREY_HAL_LOCAL_LOADERS_ELF_TESTING_ELF_TEST_UTIL_H_
