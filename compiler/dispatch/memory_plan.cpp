@@ -10,13 +10,15 @@ int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 // Binds the large constants each region reads as read-only bindings placed
 // before the region's write, so they are read from module rodata instead of
-// being copied into the executable. Idempotent.
+// being copied into the executable. An external op's region binds all of
+// its constants (its code generator embeds none). Idempotent.
 void bindConstants(DispatchProgram &d, const PlanOptions &options) {
   for (DispatchRegion &r : d.regions) {
+    const bool external = d.program.ops[r.ops[0]].external != nullptr;
     for (unsigned c : r.constants) {
       const Buffer &buf = d.buffers[d.storageOf(c)];
-      if (buf.byteSize <= options.maxEmbeddedConstantBytes ||
-          r.bindings.size() >= options.maxBindings) {
+      if (!external && (buf.byteSize <= options.maxEmbeddedConstantBytes ||
+                        r.bindings.size() >= options.maxBindings)) {
         continue;
       }
       bool bound = false;

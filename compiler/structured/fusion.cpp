@@ -16,7 +16,7 @@ bool allParallel(const StructuredOp &op) { return !op.hasReduction(); }
 // A copy whose single read is a permutation or broadcast: reading through it
 // can be replaced by reading its input with a composed map.
 bool isMapOnlyCopy(const StructuredProgram &p, const StructuredOp &op) {
-  return !op.isView && allParallel(op) && op.body.isCopy() &&
+  return !op.isView && !op.external && allParallel(op) && op.body.isCopy() &&
          op.inputs.size() == 1 && !op.inputs[0].padValue &&
          op.inputs[0].map.isProjectedPermutationOrBroadcast() &&
          op.output.map.isIdentity() && !p.tensors[op.output.tensor].isOutput;
@@ -58,7 +58,8 @@ void inlineCopies(StructuredProgram &p) {
     bool ok = !users.empty();
     bool extentKept = keepsExtent(p, copy);
     for (unsigned u : users) {
-      ok &= !p.ops[u].isView;
+      // An external op reads whole tensors, never through a map.
+      ok &= !p.ops[u].isView && !p.ops[u].external;
       for (const OperandAccess &in : p.ops[u].inputs) {
         if (in.tensor == copy.output.tensor && in.padValue) {
           ok &= extentKept;
@@ -141,7 +142,8 @@ void sinkReshapes(StructuredProgram &p) {
     }
     unsigned t = v.inputs[0].tensor, vt = v.output.tensor;
     int producer = p.producer(t);
-    if (producer < 0 || p.ops[producer].isView || p.tensors[t].isOutput ||
+    if (producer < 0 || p.ops[producer].isView || p.ops[producer].external ||
+        p.tensors[t].isOutput ||
         p.tensors[vt].isOutput || p.consumers(t).size() != 1) {
       continue;
     }
@@ -918,6 +920,13 @@ void chooseElementwiseTiles(const StructuredOp &root,
 // memory) get tiles; reduction loops stay whole.
 void chooseTiles(const StructuredProgram &p, const StructuredOp &root,
                  FusionGroup &group, const FusionOptions &options) {
+  if (root.external) {
+    // One workgroup: the external code generator divides the work itself.
+    group.tileSizes.clear();
+    group.tiledLoops.clear();
+    group.workgroups.assign(3, 1);
+    return;
+  }
   size_t n = root.bounds.size();
   group.tileSizes.assign(n, 0);
   std::vector<unsigned> order; // innermost first
@@ -1291,7 +1300,8 @@ absl::Status fuseAndTile(StructuredProgram &p,
           continue;
         }
         int g = p.ops[producer].fusion.group;
-        if (!readsGroupByIdentity(p, producers, op, g)) {
+        if (p.ops[p.groups[g].root].external ||
+            !readsGroupByIdentity(p, producers, op, g)) {
           continue;
         }
         bool cycle = false;

@@ -330,7 +330,12 @@ bool StructuredOp::hasReduction() const {
   return false;
 }
 
+ExternalKernel::~ExternalKernel() = default;
+
 OpClass StructuredOp::classify() const {
+  if (external) {
+    return OpClass::External;
+  }
   if (isView) {
     return OpClass::View;
   }
@@ -360,6 +365,7 @@ llvm::StringRef opClassName(OpClass c) {
   case OpClass::Convolution: return "convolution";
   case OpClass::Reduction: return "reduction";
   case OpClass::Gather: return "gather";
+  case OpClass::External: return "external";
   }
   return "?";
 }
@@ -420,6 +426,12 @@ void printProgram(const StructuredProgram &p, llvm::raw_ostream &os) {
        << opClassName(op.classify()) << " loc(\"" << op.nodeName << "\")\n";
     if (op.isView) {
       os << "    in " << name(op.inputs[0].tensor) << "\n";
+    } else if (op.external) {
+      os << "    " << op.external->format() << " " << op.external->str()
+         << "\n";
+      for (const OperandAccess &in : op.inputs) {
+        os << "    in " << name(in.tensor) << "\n";
+      }
     } else {
       os << "    bounds " << listStr(op.bounds) << "\n    iterators [";
       for (size_t i = 0; i < op.iterators.size(); ++i) {

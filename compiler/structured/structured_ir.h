@@ -7,6 +7,7 @@
 #ifndef OSPREY_COMPILER_STRUCTURED_STRUCTURED_IR_H_
 #define OSPREY_COMPILER_STRUCTURED_STRUCTURED_IR_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -147,6 +148,21 @@ enum class OpClass : uint8_t {
   Reduction,   // other ops with reduction iterators
   Gather,      // parallel ops with windowed/padded/strided or indirect
                // (data-dependent) reads (pad, slice, gather)
+  External,    // computed by another code generator (StructuredOp::external)
+};
+
+// A computation another code generator provides whole, e.g. an
+// accelerator's command stream for a chain of layers. The op reads its
+// inputs and writes its output as dense tensors (identity maps); fusion
+// keeps it alone in its own group and dispatch region, and the target whose
+// executable format it names builds it.
+class ExternalKernel {
+public:
+  virtual ~ExternalKernel();
+  // The executable format of the target that builds it (e.g. "npu-v1").
+  virtual std::string format() const = 0;
+  // One line for IR dumps.
+  virtual std::string str() const = 0;
 };
 
 struct FusionInfo {
@@ -186,6 +202,9 @@ struct StructuredOp {
   ScalarBody body;
   FusionInfo fusion;
   std::optional<WinogradRoot> winograd; // set by transformWinogradWeights
+  // Set for an op another code generator computes (see ExternalKernel);
+  // bounds, iterators and body are then empty.
+  std::shared_ptr<const ExternalKernel> external;
 
   bool hasReduction() const;
   OpClass classify() const;

@@ -91,6 +91,12 @@ public:
 // The memory planning options that match |target|'s binding layout.
 dispatch::PlanOptions planOptionsFor(const Target &target);
 
+// |program| with only |regions| (indices, in the order given), one dispatch
+// command each: what one target builds when a program's regions run on
+// several devices (export k then computes program.regions[regions[k]]).
+dispatch::DispatchProgram regionSubset(const dispatch::DispatchProgram &program,
+                                       const std::vector<unsigned> &regions);
+
 } // namespace osprey::compiler::targets
 
 #endif // OSPREY_COMPILER_TARGETS_TARGET_H_

@@ -1,9 +1,11 @@
 // osprey-compile: compiles an ONNX model for a target into an .osp module:
-// import, graph passes, structured ops and fusion, dispatch regions and
-// memory planning, code generation by the target (targets::Target; the LLVM
-// CPU target for every --target today) and the VM backend. The compiled
-// code is either embedded in the module as an ELF or written beside it as a
-// static library (object + C header) for linking into firmware.
+// import, graph passes, partitioning with an accelerator (--accelerator:
+// chains of int8 layers become external ops the NPU target builds),
+// structured ops and fusion, dispatch regions and memory planning, code
+// generation by the targets (targets::Target: the LLVM CPU target for
+// --target, npu-v1 for the accelerator) and the VM backend. The CPU code is
+// either embedded in the module as an ELF or written beside it as a static
+// library (object + C header) for linking into firmware.
 #include "compiler/dispatch/dispatch_ir.h"
 #include "compiler/graph/ir_text.h"
 #include "compiler/graph/passes/pass_manager.h"
@@ -11,6 +13,8 @@
 #include "compiler/structured/fusion.h"
 #include "compiler/structured/lowering/lower_graph.h"
 #include "compiler/targets/llvm_cpu/llvm_cpu_target.h"
+#include "compiler/targets/npu/npu_target.h"
+#include "compiler/targets/npu/offload.h"
 #include "compiler/targets/target.h"
 #include "compiler/tools/fusion_flags.h"
 #include "compiler/tools/llvm_cpu_flags.h"
@@ -60,6 +64,24 @@ static cl::opt<std::string>
               cl::desc("Stop after the named pass ('import' for right after "
                        "import) and write its graph IR to the output"),
               cl::value_desc("pass"), cl::init(""));
+
+static cl::opt<std::string> accelerator(
+    "accelerator",
+    cl::desc("Offload int8 layers to an accelerator: npu-v1, with its "
+             "configuration as npu-v1:pes=64,sram=256KiB,wmem=1MiB,... "
+             "(docs/npu.md); the module then runs on a CPU device and the "
+             "NPU (osprey-run --device=cpu-sync,npu)"),
+    cl::value_desc("name[:key=value,...]"), cl::init(""));
+static cl::opt<std::string> offloadMode(
+    "offload",
+    cl::desc("With --accelerator: auto (each layer where the cost model "
+             "says it is faster, the default), all (every layer; fails "
+             "listing the nodes that cannot go and why) or none"),
+    cl::init(""));
+static cl::opt<bool> dumpPartition(
+    "dump-partition",
+    cl::desc("With --accelerator: print to stderr which node goes to which "
+             "device, and why a node stays on the CPU"));
 
 static cl::list<std::string> inputShapes(
     "input-shape",
@@ -284,7 +306,41 @@ int main(int argc, char **argv) {
   if (!dumpAfter.empty() || outputFormat == "graph-ir") {
     return writeIr(g);
   }
-  auto program = structured::lowering::lowerToStructured(g);
+  // The accelerator: which chains of layers go to it, lowered to external
+  // ops in place of their graph ops.
+  std::unique_ptr<npu::NpuOffload> offload;
+  std::optional<npu::NpuConfig> npuConfig;
+  if (accelerator.empty() && (!offloadMode.empty() || dumpPartition)) {
+    return fail(absl::InvalidArgumentError(
+        "--offload and --dump-partition need --accelerator (e.g. "
+        "--accelerator=npu-v1)"));
+  }
+  if (!accelerator.empty()) {
+    auto config = npu::parseNpuConfig(accelerator);
+    if (!config.ok()) {
+      return fail(config.status());
+    }
+    auto mode = npu::parseOffloadMode(offloadMode.empty() ? std::string("auto")
+                                                          : offloadMode.getValue());
+    if (!mode.ok()) {
+      return fail(mode.status());
+    }
+    auto planned = npu::NpuOffload::plan(g, *config, *mode);
+    if (!planned.ok()) {
+      return fail(planned.status());
+    }
+    offload = std::move(*planned);
+    npuConfig = *config;
+    if (dumpPartition) {
+      llvm::errs() << npu::formatPartition(offload->partition());
+    }
+  }
+  structured::lowering::OpOverride lowerOverride;
+  if (offload) {
+    lowerOverride = [&](structured::lowering::LoweringContext &ctx,
+                        const graph::Op &op) { return offload->lower(ctx, op); };
+  }
+  auto program = structured::lowering::lowerToStructured(g, lowerOverride);
   if (!program.ok()) {
     return fail(program.status());
   }
@@ -383,9 +439,35 @@ int main(int argc, char **argv) {
   if (format == "llvm-ir") {
     build.irText = &irText;
   }
-  auto executable = tgt.buildExecutable(*dispatchProgram, build);
+  // The regions of each device: external ops' regions are the NPU's.
+  std::vector<unsigned> cpuRegions, npuRegions;
+  for (unsigned r = 0; r < dispatchProgram->regions.size(); ++r) {
+    const auto &root =
+        dispatchProgram->program.ops[dispatchProgram->regions[r].ops[0]];
+    (root.external ? npuRegions : cpuRegions).push_back(r);
+  }
+  // The CPU's executable (none when the NPU computes everything).
+  absl::StatusOr<targets::Executable> executable = targets::Executable();
+  const bool cpuExecutable = !cpuRegions.empty() || npuRegions.empty();
+  if (cpuExecutable) {
+    executable = npuRegions.empty()
+                     ? tgt.buildExecutable(*dispatchProgram, build)
+                     : tgt.buildExecutable(
+                           targets::regionSubset(*dispatchProgram, cpuRegions),
+                           build);
+  }
   if (!executable.ok()) {
     return fail(executable.status());
+  }
+  std::optional<targets::Executable> npuExecutable;
+  if (!npuRegions.empty()) {
+    npu::NpuTarget npuTarget(*npuConfig);
+    auto built = npuTarget.buildExecutable(
+        targets::regionSubset(*dispatchProgram, npuRegions), build);
+    if (!built.ok()) {
+      return fail(built.status());
+    }
+    npuExecutable = std::move(*built);
   }
   if (format == "llvm-ir") {
     if (!openText(os, outputPath)) {
@@ -394,8 +476,15 @@ int main(int argc, char **argv) {
     *os << irText;
     return 0;
   }
-  auto module =
-      vm_backend::emitModule(*dispatchProgram, *executable, moduleName);
+  std::vector<vm_backend::ModuleExecutable> executables;
+  if (cpuExecutable) {
+    executables.push_back({&*executable, cpuRegions, false});
+  }
+  if (npuExecutable) {
+    executables.push_back({&*npuExecutable, npuRegions, true});
+  }
+  auto module = vm_backend::emitModule(*dispatchProgram, executables,
+                                       moduleName);
   if (!module.ok()) {
     return fail(module.status());
   }

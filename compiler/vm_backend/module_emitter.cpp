@@ -1,6 +1,7 @@
 // Host code of a dispatch program as VM bytecode calling the hal module.
 #include "compiler/vm_backend/module_emitter.h"
 
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -161,6 +162,15 @@ std::optional<hal::ElementType> halElementType(graph::ElementType type) {
   return std::nullopt;
 }
 
+// |text| with every character other than letters, digits and '_' made '_'
+// (names of executables and rodata segments).
+std::string identifier(std::string text) {
+  for (char &c : text) {
+    c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  }
+  return text;
+}
+
 std::vector<uint8_t> textBytes(const std::string &s) {
   return std::vector<uint8_t>(s.begin(), s.end());
 }
@@ -220,7 +230,42 @@ absl::StatusOr<std::vector<uint8_t>>
 emitModule(const dispatch::DispatchProgram &d,
            const targets::Executable &executable,
            const std::string &moduleName) {
+  ModuleExecutable all{&executable, {}};
+  for (unsigned r = 0; r < d.regions.size(); ++r) {
+    all.regions.push_back(r);
+  }
+  return emitModule(d, std::vector<ModuleExecutable>{all}, moduleName);
+}
+
+absl::StatusOr<std::vector<uint8_t>>
+emitModule(const dispatch::DispatchProgram &d,
+           const std::vector<ModuleExecutable> &executables,
+           const std::string &moduleName) {
   const structured::StructuredProgram &p = d.program;
+  // Executable and export of every region.
+  std::vector<int> exeOf(d.regions.size(), -1);
+  std::vector<int32_t> ordinalOf(d.regions.size(), 0);
+  if (executables.empty()) {
+    return absl::InvalidArgumentError("a module needs an executable");
+  }
+  for (size_t k = 0; k < executables.size(); ++k) {
+    const std::vector<unsigned> &regions = executables[k].regions;
+    for (size_t i = 0; i < regions.size(); ++i) {
+      if (regions[i] >= d.regions.size() || exeOf[regions[i]] >= 0) {
+        return absl::InvalidArgumentError(
+            "region " + std::to_string(regions[i]) +
+            " is out of range or in two executables");
+      }
+      exeOf[regions[i]] = static_cast<int>(k);
+      ordinalOf[regions[i]] = static_cast<int32_t>(i);
+    }
+  }
+  for (size_t r = 0; r < d.regions.size(); ++r) {
+    if (exeOf[r] < 0) {
+      return absl::InvalidArgumentError("region " + d.regions[r].name +
+                                        " is in no executable");
+    }
+  }
   if (d.arenaSize < 0) {
     return absl::FailedPreconditionError(
         "memory must be planned before emitting the VM module");
@@ -242,9 +287,14 @@ emitModule(const dispatch::DispatchProgram &d,
     }
   }
   vm::ModuleBuilder builder(moduleName);
-  uint32_t exeIndex = builder.AddExecutable(executable.format, moduleName,
-                                            executable.data);
-  (void)exeIndex;
+  for (size_t k = 0; k < executables.size(); ++k) {
+    const targets::Executable &executable = *executables[k].executable;
+    builder.AddExecutable(executable.format,
+                          k == 0 ? moduleName
+                                 : identifier(moduleName + "_" +
+                                              executable.format),
+                          executable.data);
+  }
   // Module globals (ref bank): one hal.buffer per bound constant, wrapped
   // once per context by the initializer, then the cached arena.
   std::map<unsigned, uint32_t> constantGlobals;
@@ -413,17 +463,62 @@ emitModule(const dispatch::DispatchProgram &d,
     storage[s] = sub;
     return sub;
   };
-  uint16_t exe = e.callRef("executable.create", "ri:r", {device, e.constI32(0)});
-  uint16_t cb = e.callRef("command_buffer.create", "ri:r",
-                          {device, e.constI32(1)});
-  e.call("command_buffer.begin", "r:", {cb}, {});
+  // The device and the executable of each executable index.
+  std::vector<uint16_t> devices, exes;
+  for (size_t k = 0; k < executables.size(); ++k) {
+    uint16_t dev = device;
+    if (executables[k].selectByFormat) {
+      e.writer().SetLocation("device for " +
+                             executables[k].executable->format);
+      const std::string &format = executables[k].executable->format;
+      uint32_t formatSegment =
+          builder.AddRodata(identifier("format_" + format), textBytes(format), 1);
+      dev = e.callRef("devices.select", "r:r", {e.rodata(formatSegment)});
+    }
+    devices.push_back(dev);
+    exes.push_back(e.callRef("executable.create", "ri:r",
+                             {dev, e.constI32(static_cast<int32_t>(k))}));
+  }
+  // Segments: runs of dispatches on one executable's device, each recorded
+  // into its own command buffer (barriers between two devices are the
+  // semaphore between their submissions).
+  struct Segment {
+    int exe = -1;
+    uint16_t cb = 0;
+  };
+  std::vector<Segment> segments;
+  auto beginSegment = [&](int k) {
+    Segment s;
+    s.exe = k;
+    s.cb = e.callRef("command_buffer.create", "ri:r",
+                     {devices[k], e.constI32(1)});
+    e.call("command_buffer.begin", "r:", {s.cb}, {});
+    segments.push_back(s);
+  };
+  int firstExe = 0;
+  for (const dispatch::HostCommand &c : d.commands) {
+    if (c.kind == dispatch::HostCommand::Kind::Dispatch) {
+      firstExe = exeOf[c.region];
+      break;
+    }
+  }
+  beginSegment(firstExe);
   uint16_t noConstants = e.nullRef();
   for (const dispatch::HostCommand &c : d.commands) {
     if (c.kind == dispatch::HostCommand::Kind::Barrier) {
-      e.call("command_buffer.execution_barrier", "r:", {cb}, {});
+      e.call("command_buffer.execution_barrier", "r:", {segments.back().cb},
+             {});
       continue;
     }
     const dispatch::DispatchRegion &r = d.regions[c.region];
+    const int k = exeOf[c.region];
+    if (segments.back().exe != k) {
+      e.call("command_buffer.end", "r:", {segments.back().cb}, {});
+      e.writer().SetLocation("node '" + r.loc + "' (" + r.name + ")");
+      beginSegment(k);
+    }
+    const uint16_t cb = segments.back().cb;
+    const uint16_t exe = exes[k];
     e.writer().SetLocation("node '" + r.loc + "' (" + r.name + ")");
     // The hal module unpacks at most this many bindings per dispatch.
     constexpr size_t kMaxBindings = dispatch::kMaxRegionBindings;
@@ -445,7 +540,7 @@ emitModule(const dispatch::DispatchProgram &d,
       }
     }
     e.call("command_buffer.dispatch", "rriiiirr:",
-           {cb, exe, e.constI32(static_cast<int32_t>(c.region)),
+           {cb, exe, e.constI32(ordinalOf[c.region]),
             e.constI32(static_cast<int32_t>(r.workgroupCount[0])),
             e.constI32(static_cast<int32_t>(r.workgroupCount[1])),
             e.constI32(static_cast<int32_t>(r.workgroupCount[2])),
@@ -453,8 +548,27 @@ emitModule(const dispatch::DispatchProgram &d,
            {});
   }
   e.writer().SetLocation("submission");
-  e.call("command_buffer.end", "r:", {cb}, {});
-  e.call("device.queue.execute_sync", "rr:", {device, cb}, {});
+  e.call("command_buffer.end", "r:", {segments.back().cb}, {});
+  if (segments.size() == 1) {
+    e.call("device.queue.execute_sync", "rr:",
+           {devices[segments[0].exe], segments[0].cb}, {});
+  } else {
+    // Submission i waits for the semaphore to reach i and signals i + 1.
+    uint16_t semaphore =
+        e.callRef("semaphore.create", "rI:r", {device, e.constI64(0)});
+    for (size_t i = 0; i < segments.size(); ++i) {
+      uint16_t wait = i == 0 ? e.nullRef() : semaphore;
+      e.call("device.queue.execute", "rrIrIr:",
+             {devices[segments[i].exe], wait,
+              e.constI64(static_cast<int64_t>(i)), semaphore,
+              e.constI64(static_cast<int64_t>(i + 1)), segments[i].cb},
+             {});
+    }
+    e.call("semaphore.wait", "rI:", {semaphore,
+                                     e.constI64(static_cast<int64_t>(
+                                         segments.size()))},
+           {});
+  }
   if (d.arenaSize > 0) {
     // The work has completed: later calls may reuse the arena.
     e.globalStoreRef(arena, arenaGlobal);

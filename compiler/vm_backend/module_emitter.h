@@ -41,6 +41,29 @@ emitModule(const dispatch::DispatchProgram &program,
            const targets::Executable &executable,
            const std::string &moduleName);
 
+// One executable of a module for several devices: export k computes
+// program.regions[regions[k]]. It runs on the context's default device
+// (hal.device), or with |selectByFormat| on the device hal.devices.select
+// finds for its format (a context without one fails with NOT_FOUND naming
+// the format).
+struct ModuleExecutable {
+  const targets::Executable *executable = nullptr;
+  std::vector<unsigned> regions;
+  bool selectByFormat = false;
+};
+
+// The same for regions spread over several executables, e.g. the CPU's and
+// an accelerator's. Consecutive dispatches of one
+// executable are recorded into one command buffer; the command buffers are
+// submitted in order, each waiting on a semaphore the previous one signals,
+// and main waits for the last. With one executable the module is the one
+// emitModule above writes. INVALID_ARGUMENT unless every region is in
+// exactly one executable.
+absl::StatusOr<std::vector<uint8_t>>
+emitModule(const dispatch::DispatchProgram &program,
+           const std::vector<ModuleExecutable> &executables,
+           const std::string &moduleName);
+
 } // namespace osprey::compiler::vm_backend
 
 #endif // OSPREY_COMPILER_VM_BACKEND_MODULE_EMITTER_H_

@@ -145,7 +145,8 @@ LowerFn lookupLowering(OpKind kind) {
   return nullptr;
 }
 
-absl::StatusOr<StructuredProgram> lowerToStructured(const graph::Graph &graph) {
+absl::StatusOr<StructuredProgram>
+lowerToStructured(const graph::Graph &graph, const OpOverride &lowerOverride) {
   LoweringContext ctx;
   StructuredProgram &program = ctx.program();
   program.name = graph.name();
@@ -164,6 +165,12 @@ absl::StatusOr<StructuredProgram> lowerToStructured(const graph::Graph &graph) {
     program.inputNames.push_back(input->name());
   }
   for (const auto &op : graph.ops()) {
+    if (lowerOverride) {
+      COMPILER_ASSIGN_OR_RETURN(bool lowered, lowerOverride(ctx, *op));
+      if (lowered) {
+        continue;
+      }
+    }
     COMPILER_RETURN_IF_ERROR(lowerOp(ctx, *op));
   }
   for (size_t i = 0; i < graph.outputs().size(); ++i) {

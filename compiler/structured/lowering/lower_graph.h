@@ -4,8 +4,11 @@
 #ifndef OSPREY_COMPILER_STRUCTURED_LOWERING_LOWER_GRAPH_H_
 #define OSPREY_COMPILER_STRUCTURED_LOWERING_LOWER_GRAPH_H_
 
+#include <functional>
+
 #include "absl/status/statusor.h"
 #include "compiler/graph/ir.h"
+#include "compiler/structured/lowering/lowering.h"
 #include "compiler/structured/structured_ir.h"
 
 namespace osprey::compiler::structured::lowering {
@@ -26,7 +29,15 @@ namespace osprey::compiler::structured::lowering {
 // tf_crop_and_resize; Shape must have been constant-folded) and
 // INVALID_ARGUMENT for dynamic shapes. An op kind without an entry in the table
 // is UNIMPLEMENTED.
-absl::StatusOr<StructuredProgram> lowerToStructured(const graph::Graph &graph);
+//
+// |lowerOverride|, when given, sees every op first and returns true when it
+// has lowered the op itself (an accelerator that takes chains of ops as
+// external kernels lowers them, and skips the ops inside a chain).
+using OpOverride =
+    std::function<absl::StatusOr<bool>(LoweringContext &, const graph::Op &)>;
+absl::StatusOr<StructuredProgram>
+lowerToStructured(const graph::Graph &graph,
+                  const OpOverride &lowerOverride = {});
 
 } // namespace osprey::compiler::structured::lowering
 

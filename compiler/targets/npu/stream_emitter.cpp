@@ -359,7 +359,11 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
   }
   // Tensors, bindings and lifetimes.
   std::map<uint32_t, TensorInfo> tensors;
-  uint32_t maxBinding = chain.weightBinding;
+  // The weight binding exists only for chains that load weights.
+  const bool loadsWeights =
+      std::any_of(chain.layers.begin(), chain.layers.end(),
+                  [](const NpuLayer &l) { return l.hasWeights(); });
+  uint32_t maxBinding = loadsWeights ? chain.weightBinding : 0;
   std::set<uint32_t> inputBindings, outputBindings;
   for (size_t i = 0; i < chain.layers.size(); ++i) {
     const NpuLayer &l = chain.layers[i];
@@ -374,7 +378,7 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
                                          op.binding, " (at most ",
                                          NPU_MAX_BINDINGS, ")"));
         }
-        if (op.binding == chain.weightBinding) {
+        if (loadsWeights && op.binding == chain.weightBinding) {
           return chainError(absl::StrCat("layer '", l.name, "' uses binding ",
                                          op.binding,
                                          ", the chain's weight binding"));
@@ -508,7 +512,7 @@ absl::StatusOr<CompiledStream> emitChain(const NpuChain &chain,
   }
   if (out.scratchBytes > 0) {
     if (chain.scratchBinding >= NPU_MAX_BINDINGS ||
-        chain.scratchBinding == chain.weightBinding ||
+        (loadsWeights && chain.scratchBinding == chain.weightBinding) ||
         inputBindings.count(chain.scratchBinding) ||
         outputBindings.count(chain.scratchBinding)) {
       return chainError(absl::StrCat(

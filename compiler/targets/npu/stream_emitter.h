@@ -33,7 +33,8 @@ struct NpuChain {
   // In execution order. Operands are bindings or chain tensors; a tensor is
   // produced by exactly one earlier layer.
   std::vector<NpuLayer> layers;
-  // Read-only binding holding CompiledStream::weights.
+  // Read-only binding holding CompiledStream::weights (unused, and not
+  // counted in the stream's bindings, when no layer has weights).
   uint32_t weightBinding = 0;
   // Binding for intermediates that do not stay in SRAM (written and read by
   // the stream; CompiledStream::scratchBytes long).
