@@ -53,6 +53,16 @@ struct Executable {
     std::vector<uint8_t> bytes;
   };
   std::vector<File> files;
+  // What the device that runs it must report through its queries
+  // (hal::Device::QueryI64: |key| at least |minimum|), e.g. the NPU memory
+  // the code was compiled for. A call checks them when it selects the
+  // device, and fails naming |key|, both values and |advice|.
+  struct Requirement {
+    std::string key;
+    int64_t minimum = 0;
+    std::string advice;
+  };
+  std::vector<Requirement> requirements;
 };
 
 struct BuildOptions {

@@ -18,3 +18,6 @@ config.environment["PATH"] = os.pathsep.join(path)
 # Tests that read compiled modules back need osprey-dump (OSPREY_BUILD_TOOLS).
 if os.path.exists(os.path.join(config.osprey_bin_dir, "osprey-dump")):
     config.available_features.add("osprey-dump")
+# Tests that run compiled modules need osprey-run (OSPREY_BUILD_TOOLS).
+if os.path.exists(os.path.join(config.osprey_bin_dir, "osprey-run")):
+    config.available_features.add("osprey-run")

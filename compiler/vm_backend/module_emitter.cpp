@@ -475,6 +475,37 @@ emitModule(const dispatch::DispatchProgram &d,
           builder.AddRodata(identifier("format_" + format), textBytes(format), 1);
       dev = e.callRef("devices.select", "r:r", {e.rodata(formatSegment)});
     }
+    for (const targets::Executable::Requirement &req :
+         executables[k].executable->requirements) {
+      uint32_t keySegment = builder.AddRodata(identifier("query_" + req.key),
+                                              textBytes(req.key), 1);
+      uint16_t answered = e.reg(Bank::kI32), value = e.reg(Bank::kI64);
+      e.call("device.query.i64", "rr:iI", {dev, e.rodata(keySegment)},
+             {answered, value});
+      const std::string &format = executables[k].executable->format;
+      e.writer().Op(Opcode::kCheckNz);
+      e.writer().Reg(answered);
+      e.writer().FailurePayload(
+          osprey::StatusCode::kFailedPrecondition,
+          "the " + format + " code needs a device reporting '" + req.key +
+              "', and the device selected for it does not; " + req.advice,
+          {});
+      uint16_t minimum = e.constI64(req.minimum);
+      uint16_t fits = e.reg(Bank::kI32);
+      e.writer().Op(Opcode::kCmpGeI64S);
+      e.writer().Reg(fits);
+      e.writer().Reg(value);
+      e.writer().Reg(minimum);
+      e.writer().Op(Opcode::kCheckNz);
+      e.writer().Reg(fits);
+      const std::pair<Bank, uint16_t> args[] = {{Bank::kI64, minimum},
+                                                {Bank::kI64, value}};
+      e.writer().FailurePayload(
+          osprey::StatusCode::kFailedPrecondition,
+          "the " + format + " code was compiled for " + req.key +
+              " >= {} and the device reports {}; " + req.advice,
+          args);
+    }
     devices.push_back(dev);
     exes.push_back(e.callRef("executable.create", "ri:r",
                              {dev, e.constI32(static_cast<int32_t>(k))}));

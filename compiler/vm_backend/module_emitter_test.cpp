@@ -402,3 +402,64 @@ TEST_F(ModuleEmitterTest, WrappedConstantsCannotBeWrittenByADispatch) {
 
 } // namespace
 } // namespace osprey::compiler::vm_backend
+
+namespace osprey::compiler::vm_backend {
+namespace {
+
+// Each region in an executable of its own, the second found by format: two
+// command buffers, the second waiting on the semaphore the first signals,
+// give the same result as one.
+TEST_F(ModuleEmitterTest, RegionsInTwoExecutablesRunInOrder) {
+  ASSERT_EQ(program_.regions.size(), 2u);
+  auto target = llvm_cpu::resolveCpuTarget("host");
+  ASSERT_TRUE(target.ok());
+  std::vector<targets::Executable> executables;
+  for (unsigned r = 0; r < 2; ++r) {
+    auto library = llvm_cpu::buildExecutableLibrary(
+        targets::regionSubset(program_, {r}), *target,
+        {"mlp_" + std::to_string(r)});
+    ASSERT_TRUE(library.ok()) << library.status().message();
+    executables.push_back({target->elfFormat, *library});
+  }
+  auto module = emitModule(program_,
+                           {{&executables[0], {0}, false},
+                            {&executables[1], {1}, true}},
+                           "mlp");
+  ASSERT_TRUE(module.ok()) << module.status().message();
+  vm::AlignedBytes file(*module);
+  auto loaded = vm::BytecodeModule::Load(file.span(), nullptr, allocator_);
+  ASSERT_TRUE(loaded.ok()) << statusText(loaded.status());
+  module_ = std::move(*loaded);
+  ASSERT_EQ(module_->executable_count(), 2u);
+  bool semaphores = false, select = false;
+  for (uint32_t i = 0; i < module_->import_count(); ++i) {
+    std::string name = module_->import(i).full_name;
+    semaphores |= name == "hal.device.queue.execute";
+    select |= name == "hal.devices.select";
+  }
+  EXPECT_TRUE(semaphores && select);
+  ref_ptr<vm::Context> context = NewContext();
+  ASSERT_TRUE(context);
+  ExpectNear(Run(context.get(), Input(1)), reference(Input(1)));
+  ExpectNear(Run(context.get(), Input(-3)), reference(Input(-3)));
+}
+
+TEST_F(ModuleEmitterTest, EveryRegionIsInExactlyOneExecutable) {
+  targets::Executable exe{"elf-x86_64", {1, 2, 3}};
+  auto missing = emitModule(program_, {{&exe, {0}, false}}, "mlp");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(std::string(missing.status().message()).find("is in no executable"),
+            std::string::npos)
+      << missing.status().message();
+  auto twice =
+      emitModule(program_, {{&exe, {0, 1}, false}, {&exe, {1}, true}}, "mlp");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(std::string(twice.status().message()).find("in two executables"),
+            std::string::npos)
+      << twice.status().message();
+  auto none = emitModule(program_, std::vector<ModuleExecutable>{}, "mlp");
+  EXPECT_FALSE(none.ok());
+}
+
+} // namespace
+} // namespace osprey::compiler::vm_backend

@@ -442,6 +442,8 @@ StatusOr<int64_t> NpuDevice::QueryI64(const char* key) {
       {"npu.pes", config.pe_count},
       {"npu.sram_bytes", config.sram_bytes},
       {"npu.weight_memory_bytes", config.weight_memory_bytes},
+      // SRAM command streams may address (the rest is the allocator's pool).
+      {"npu.stream_sram_bytes", config.sram_bytes - options_.sram_pool_bytes},
   };
   for (const auto& entry : kValues) {
     if (strcmp(entry.key, key) == 0) return int64_t(entry.value);

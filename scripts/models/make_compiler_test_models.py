@@ -583,6 +583,81 @@ def mbconv_silu(out_dir):
                     inits, "mbconv_silu"), out_dir, "mbconv_silu.onnx")
 
 
+def qdq_npu_mixed(out_dir):
+    """A QDQ model whose int8 layers can go to the NPU with a float Softmax
+    between them (it stays on the CPU), at opsets 13 and 19: conv 3x3 + relu,
+    softmax over channels, conv 1x1, residual add, max pool, and a fully
+    connected layer behind a flatten. Also writes an input holding zeros,
+    negatives and values past the quantization range on both sides."""
+    rng = np.random.default_rng(11)
+    inits = []
+    nodes = []
+
+    def scalar(name, value, dtype):
+        inits.append(numpy_helper.from_array(np.array(value, dtype), name))
+
+    def qdq(value, scale, zp):
+        scalar(value + "_s", scale, np.float32)
+        scalar(value + "_z", zp, np.int8)
+        nodes.append(helper.make_node("QuantizeLinear",
+                                      [value, value + "_s", value + "_z"],
+                                      [value + "_q"]))
+        nodes.append(helper.make_node("DequantizeLinear",
+                                      [value + "_q", value + "_s", value + "_z"],
+                                      [value + "_dq"]))
+        return value + "_dq"
+
+    def weights(name, shape, in_scale):
+        w = rng.integers(-127, 128, size=shape).astype(np.int8)
+        scale = (rng.uniform(0.002, 0.02, size=shape[0])).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, name + "_int8"))
+        inits.append(numpy_helper.from_array(scale, name + "_ws"))
+        inits.append(numpy_helper.from_array(np.zeros(shape[0], np.int8), name + "_wz"))
+        nodes.append(helper.make_node("DequantizeLinear",
+                                      [name + "_int8", name + "_ws", name + "_wz"],
+                                      [name + "_dq"], axis=0))
+        b = rng.integers(-2000, 2000, size=shape[0]).astype(np.int32)
+        inits.append(numpy_helper.from_array(b, name + "_b32"))
+        inits.append(numpy_helper.from_array((scale * np.float32(in_scale)).astype(np.float32),
+                                             name + "_bs"))
+        nodes.append(helper.make_node("DequantizeLinear", [name + "_b32", name + "_bs"],
+                                      [name + "_bdq"], axis=0))
+        return name + "_dq", name + "_bdq"
+
+    x = qdq("x", 0.05, 3)
+    w1, b1 = weights("w1", [16, 8, 3, 3], 0.05)
+    nodes.append(helper.make_node("Conv", [x, w1, b1], ["c1"], pads=[1, 1, 1, 1]))
+    nodes.append(helper.make_node("Relu", ["c1"], ["r1"]))
+    r1 = qdq("r1", 0.1, -128)
+    nodes.append(helper.make_node("Softmax", [r1], ["sm"], axis=1))
+    sm = qdq("sm", 1.0 / 256, -128)
+    w2, b2 = weights("w2", [16, 16, 1, 1], 1.0 / 256)
+    nodes.append(helper.make_node("Conv", [sm, w2, b2], ["c2"]))
+    c2 = qdq("c2", 0.08, 5)
+    nodes.append(helper.make_node("Add", [c2, r1], ["res"]))
+    res = qdq("res", 0.12, -3)
+    nodes.append(helper.make_node("MaxPool", [res], ["mp"], kernel_shape=[2, 2],
+                                  strides=[2, 2]))
+    mp = qdq("mp", 0.12, -3)
+    nodes.append(helper.make_node("Flatten", [mp], ["fl"], axis=1))
+    w3, b3 = weights("w3", [10, 16 * 6 * 6], 0.12)
+    nodes.append(helper.make_node("Gemm", ["fl", w3, b3], ["fc"], transB=1))
+    fc = qdq("fc", 4.0, 0)
+    nodes.append(helper.make_node("Identity", [fc], ["y"]))
+    for opset in (13, 19):
+        model = make_model(
+            nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 12, 12])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits,
+            "qdq_npu_mixed", opset)
+        save(model, out_dir, "qdq_npu_mixed.op%d.onnx" % opset, check=True)
+    data = rng.uniform(-8, 8, size=(1, 8, 12, 12)).astype(np.float32)
+    flat = data.reshape(-1)
+    flat[::7] = 0.0
+    flat[1::11] = -1e6
+    flat[2::13] = 1e6
+    np.save(os.path.join(out_dir, "qdq_npu_mixed.in0.npy"), data)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -592,7 +667,7 @@ def main():
                  bad_group, old_opset_ops, shape_chain, external_data, many_ops,
                  old_opset, malformed, malformed_graphs, io_names, auto_pad_late,
                  external_saved, opset_forms, gelu_erf, softmax_opset11,
-                 pad_negative, dynamic_batch, mbconv_silu):
+                 pad_negative, dynamic_batch, mbconv_silu, qdq_npu_mixed):
         make(args.out)
 
 

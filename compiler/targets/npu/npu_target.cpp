@@ -95,6 +95,15 @@ NpuTarget::buildExecutable(const dispatch::DispatchProgram &program,
   targets::Executable executable;
   executable.format = kNpuFormat;
   executable.data = std::move(blob);
+  // The streams address SRAM below the pool and weight memory up to the
+  // configuration's sizes: a smaller device would fault.
+  const std::string advice =
+      "compile for the device (osprey-compile --accelerator=" +
+      config_.toString() + " describes the one compiled for)";
+  executable.requirements = {
+      {"npu.stream_sram_bytes", int64_t(config_.streamSramBytes()), advice},
+      {"npu.weight_memory_bytes", int64_t(config_.weightBytes), advice},
+  };
   return executable;
 }
 

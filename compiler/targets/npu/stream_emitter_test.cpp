@@ -295,12 +295,23 @@ TEST(StreamEmitterTest, RefusesWhatNpuV1CannotExpress) {
   chain.layers = {bad};
   EXPECT_EQ(emitChain(chain, makeConfig(64)).status().code(),
             absl::StatusCode::kInvalidArgument);
-  // A layer that writes the weight binding, and a tensor read before it exists.
+  // A layer that writes the weight binding of a chain loading weights, and
+  // a tensor read before it exists. A chain without weights has no weight
+  // binding: the index is free for its operands.
+  NpuLayer conv = makeLayer({LayerKind::Conv, 4, 4, 4, 4, 1, 1}, rng);
+  conv.dst = Operand::resident(1);
   NpuLayer ok = makeLayer({LayerKind::Relu, 4, 4, 4, 4}, rng);
+  ok.in = Operand::resident(1);
   ok.dst = Operand::memory(kWeights);
-  chain.layers = {ok};
+  chain.layers = {conv, ok};
   EXPECT_EQ(emitChain(chain, makeConfig(64)).status().code(),
             absl::StatusCode::kInvalidArgument);
+  ok.in = Operand::memory(kIn);
+  chain.layers = {ok};
+  auto weightless = emitChain(chain, makeConfig(64));
+  ASSERT_TRUE(weightless.ok()) << weightless.status();
+  EXPECT_TRUE(weightless->weights.empty());
+  EXPECT_EQ(weightless->bindingCount, std::max(kIn, kWeights) + 1);
   ok.dst = Operand::memory(kOut);
   ok.in = Operand::resident(5);
   chain.layers = {ok};
