@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Cross-builds the runtime libraries and the bare-metal firmware sample
-# (samples/bare_metal) for the bare-metal targets, then prints each image's
-# size and what the Osprey runtime libraries contribute to it, per library
-# and per component (scripts/qemu/size_report.py). On cortex-m4 (the size
+# Cross-builds the runtime libraries, the check firmware (tests/qemu/firmware)
+# and the bare-metal sample images (samples/bare_metal) for the bare-metal
+# targets, then prints each image's size and what the Osprey runtime
+# libraries contribute to it, per library and per component
+# (scripts/qemu/size_report.py). On cortex-m4 (the size
 # profile) the model runner's runtime share is checked against a budget.
 # Incremental: a configured build directory is only rebuilt.
 #

@@ -9,6 +9,7 @@
 #include "hal/local/host_semaphore.h"
 #include "hal/local/local_dispatch.h"
 #include "hal/local/local_executable_cache.h"
+#include "hal/local/queue_submission.h"
 #include "hal/local/recording_command_buffer.h"
 
 namespace osprey::drivers::cpu_sync {
@@ -165,43 +166,10 @@ Status CpuSyncDevice::Execute(const hal::SemaphoreList& wait,
 Status CpuSyncDevice::QueueExecute(const hal::SemaphoreList& wait,
                                    std::span<hal::CommandBuffer* const> command_buffers,
                                    const hal::SemaphoreList& signal) {
-  OSPREY_RETURN_IF_ERROR(wait.Validate("wait"));
-  OSPREY_RETURN_IF_ERROR(signal.Validate("signal"));
-  for (size_t i = 0; i < command_buffers.size(); ++i) {
-    if (!hal::local::RecordingCommandBuffer::Cast(command_buffers[i])) {
-      return InvalidArgumentError(
-          "command buffer %zu is null or was not created by a CPU device", i);
-    }
-  }
-  for (size_t i = 0; i < signal.size(); ++i) {
-    auto current = signal.semaphores[i]->Query();
-    // A failed semaphore stays failed; the failure is reported through it.
-    if (current.ok() && *current >= signal.values[i]) {
-      return InvalidArgumentError(
-          "signal semaphore %zu is at %llu; signalling %llu would not advance it", i,
-          (unsigned long long)*current, (unsigned long long)signal.values[i]);
-    }
-  }
-  for (size_t i = 0; i < command_buffers.size(); ++i) {
-    auto* recording = hal::local::RecordingCommandBuffer::Cast(command_buffers[i]);
-    OSPREY_RETURN_IF_ERROR(recording->BeginSubmission(), "submitting command buffer %zu", i);
-  }
-
-  Status status;
-  {
-    platform::MutexLock lock(mutex_);
-    status = Execute(wait, command_buffers);
-  }
-  if (status.ok()) {
-    for (size_t i = 0; i < signal.size(); ++i) {
-      OSPREY_RETURN_IF_ERROR(signal.semaphores[i]->Signal(signal.values[i]),
-                             "signalling semaphore %zu after execution", i);
-    }
-    return OkStatus();
-  }
-  if (signal.size() == 0) return status;
-  for (size_t i = 0; i < signal.size(); ++i) signal.semaphores[i]->Fail(status.Clone());
-  return OkStatus();
+  OSPREY_RETURN_IF_ERROR(
+      hal::local::BeginQueueSubmission("cpu-sync", wait, command_buffers, signal));
+  return hal::local::ExecuteAndSignal(mutex_, signal,
+                                      [&] { return Execute(wait, command_buffers); });
 }
 
 }  // namespace osprey::drivers::cpu_sync

@@ -9,6 +9,7 @@
 #include "hal/local/host_semaphore.h"
 #include "hal/local/local_dispatch.h"
 #include "hal/local/local_executable_cache.h"
+#include "hal/local/queue_submission.h"
 #include "hal/local/recording_command_buffer.h"
 #include "runtime/base/logging.h"
 
@@ -415,27 +416,8 @@ Status BuildSubmission(task::Submission* submission, uint32_t worker_count,
 Status CpuTaskDevice::QueueExecute(const hal::SemaphoreList& wait,
                                    std::span<hal::CommandBuffer* const> command_buffers,
                                    const hal::SemaphoreList& signal) {
-  OSPREY_RETURN_IF_ERROR(wait.Validate("wait"));
-  OSPREY_RETURN_IF_ERROR(signal.Validate("signal"));
-  for (size_t i = 0; i < command_buffers.size(); ++i) {
-    if (!command_buffers[i]) return InvalidArgumentError("command buffer %zu is null", i);
-    if (!hal::local::RecordingCommandBuffer::Cast(command_buffers[i])) {
-      return InvalidArgumentError("command buffer %zu was not created by a CPU device", i);
-    }
-  }
-  for (size_t i = 0; i < signal.size(); ++i) {
-    auto current = signal.semaphores[i]->Query();
-    if (current.ok() && *current >= signal.values[i]) {
-      return InvalidArgumentError(
-          "signal semaphore %zu is already at %llu; signalling %llu would not advance it", i,
-          (unsigned long long)*current, (unsigned long long)signal.values[i]);
-    }
-  }
-  for (size_t i = 0; i < command_buffers.size(); ++i) {
-    OSPREY_RETURN_IF_ERROR(
-        hal::local::RecordingCommandBuffer::Cast(command_buffers[i])->BeginSubmission(),
-        "submitting command buffer %zu of %zu", i, command_buffers.size());
-  }
+  OSPREY_RETURN_IF_ERROR(
+      hal::local::BeginQueueSubmission("cpu-task", wait, command_buffers, signal));
 
   // A wait semaphore that already failed fails the submission now, so the
   // signal semaphores carry the failure before QueueExecute returns.

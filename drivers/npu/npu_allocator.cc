@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "hal/local/host_buffer.h"
+#include "hal/local/memory_types.h"
 
 namespace osprey::drivers::npu {
 
@@ -51,40 +52,13 @@ StatusOr<ref_ptr<NpuAllocator>> NpuAllocator::Create(osprey::Allocator* host_all
 
 NpuAllocator::~NpuAllocator() = default;
 
-void NpuAllocator::Resolve(BufferParams* params) {
-  MemoryType type = params->type;
-  if (AnyBitSet(type, MemoryType::kOptimal)) {
-    // DMA from host memory is the NPU's normal data path, and host memory
-    // is what every usage (including mapping) can work with.
-    type = (type & ~MemoryType::kOptimal) | MemoryType::kHostLocal | MemoryType::kHostCoherent |
-           MemoryType::kDeviceVisible;
-  }
-  if (AnyBitSet(type, MemoryType::kDeviceLocalBit)) type |= MemoryType::kDeviceVisible;
-  if (AnyBitSet(type, MemoryType::kHostLocalBit)) type |= MemoryType::kHostVisible;
-  params->type = type;
-}
-
 bool NpuAllocator::IsSram(const BufferParams& params) {
   return AnyBitSet(params.type, MemoryType::kDeviceLocalBit) &&
          !AnyBitSet(params.type, MemoryType::kHostVisible);
 }
 
 Status NpuAllocator::Check(const BufferParams& params, DeviceSize length) const {
-  if (!AnyBitSet(params.type, MemoryType::kHostVisible | MemoryType::kDeviceVisible)) {
-    return InvalidArgumentError("memory type 0x%x is visible to neither the host nor the npu",
-                                unsigned(params.type));
-  }
-  if (AnyBitSet(params.usage, BufferUsage::kMappingScoped | BufferUsage::kMappingPersistent) &&
-      !AnyBitSet(params.type, MemoryType::kHostVisible)) {
-    return InvalidArgumentError(
-        "buffer usage 0x%x includes host mapping but memory type 0x%x is not host-visible "
-        "(npu SRAM cannot be mapped by the host)",
-        unsigned(params.usage), unsigned(params.type));
-  }
-  if (params.min_alignment & (params.min_alignment - 1)) {
-    return InvalidArgumentError("minimum alignment %llu is not a power of two",
-                                (ull)params.min_alignment);
-  }
+  OSPREY_RETURN_IF_ERROR(hal::local::CheckMemoryType(params, "npu"));
   if (IsSram(params)) {
     if (params.min_alignment > 4096) {
       return InvalidArgumentError("npu SRAM buffers align to at most 4096 bytes, %llu requested",
@@ -104,31 +78,20 @@ Status NpuAllocator::Check(const BufferParams& params, DeviceSize length) const 
 
 BufferCompatibility NpuAllocator::QueryCompatibility(BufferParams* params,
                                                      DeviceSize length) const {
-  Resolve(params);
+  hal::local::ResolveMemoryType(params);
   Status status = Check(*params, length);
   if (!status.ok()) {
     status.IgnoreError();  // "Never works"; AllocateBuffer says why.
     return BufferCompatibility::kNone;
   }
-  BufferCompatibility result = BufferCompatibility::kAllocatable;
-  if (!IsSram(*params)) result |= BufferCompatibility::kImportable;
-  if (AnyBitSet(params->type, MemoryType::kHostVisible)) result |= BufferCompatibility::kExportable;
-  if (AnyBitSet(params->type, MemoryType::kDeviceVisible)) {
-    if (AnyBitSet(params->usage, BufferUsage::kTransfer)) {
-      result |= BufferCompatibility::kQueueTransfer;
-    }
-    if (AnyBitSet(params->usage,
-                  BufferUsage::kDispatchStorage | BufferUsage::kDispatchUniformRead)) {
-      result |= BufferCompatibility::kQueueDispatch;
-    }
-  }
-  return result;
+  // SRAM holds no host memory to import.
+  return hal::local::ResolvedCompatibility(*params, /*importable=*/!IsSram(*params));
 }
 
 StatusOr<ref_ptr<hal::Buffer>> NpuAllocator::AllocateBuffer(const BufferParams& params,
                                                             DeviceSize length) {
   BufferParams resolved = params;
-  Resolve(&resolved);
+  hal::local::ResolveMemoryType(&resolved);
   OSPREY_RETURN_IF_ERROR(Check(resolved, length), "allocating an npu buffer of %llu bytes",
                          (ull)length);
   const DeviceSize alignment = resolved.min_alignment > kDefaultBufferAlignment
@@ -169,7 +132,7 @@ StatusOr<ref_ptr<hal::Buffer>> NpuAllocator::ImportBuffer(const BufferParams& pa
                                                           DeviceSize length,
                                                           hal::ReleaseCallback release) {
   BufferParams resolved = params;
-  Resolve(&resolved);
+  hal::local::ResolveMemoryType(&resolved);
   OSPREY_RETURN_IF_ERROR(Check(resolved, length), "importing %llu bytes into the npu",
                          (ull)length);
   if (IsSram(resolved)) {

@@ -61,7 +61,6 @@ class NpuAllocator final : public hal::Allocator {
         pool_bytes_(pool_bytes),
         pool_allocator_(pool, pool_bytes) {}
 
-  static void Resolve(hal::BufferParams* params);
   static bool IsSram(const hal::BufferParams& params);
   Status Check(const hal::BufferParams& params, hal::DeviceSize length) const;
   void FreeSram(void* data, hal::DeviceSize length);

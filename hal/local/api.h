@@ -11,6 +11,8 @@
 #include "hal/local/local_dispatch.h"
 #include "hal/local/local_executable.h"
 #include "hal/local/local_executable_cache.h"
+#include "hal/local/memory_types.h"
+#include "hal/local/queue_submission.h"
 #include "hal/local/recording_command_buffer.h"
 #include "hal/local/static_library_loader.h"
 

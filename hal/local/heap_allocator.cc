@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "hal/local/host_buffer.h"
+#include "hal/local/memory_types.h"
 
 namespace osprey::hal::local {
 
@@ -17,38 +18,8 @@ StatusOr<ref_ptr<HeapAllocator>> HeapAllocator::Create(osprey::Allocator* host_a
                                 data_allocator ? data_allocator : host_allocator);
 }
 
-namespace {
-
-void ResolveType(BufferParams* params) {
-  MemoryType type = params->type;
-  if (AnyBitSet(type, MemoryType::kOptimal)) {
-    // Host memory is what the CPU sees best; device-visible so commands can
-    // use it. Explicit bits the caller added stay.
-    type = (type & ~MemoryType::kOptimal) | MemoryType::kHostLocal | MemoryType::kHostCoherent |
-           MemoryType::kDeviceVisible;
-  }
-  if (AnyBitSet(type, MemoryType::kDeviceLocalBit)) type |= MemoryType::kDeviceVisible;
-  if (AnyBitSet(type, MemoryType::kHostLocalBit)) type |= MemoryType::kHostVisible;
-  params->type = type;
-}
-
-}  // namespace
-
 Status HeapAllocator::CheckParams(const BufferParams& params, DeviceSize length) {
-  if (!AnyBitSet(params.type, MemoryType::kHostVisible | MemoryType::kDeviceVisible)) {
-    return InvalidArgumentError(
-        "memory type 0x%x is visible to neither the host nor the device", unsigned(params.type));
-  }
-  if (AnyBitSet(params.usage, BufferUsage::kMappingScoped | BufferUsage::kMappingPersistent) &&
-      !AnyBitSet(params.type, MemoryType::kHostVisible)) {
-    return InvalidArgumentError(
-        "buffer usage 0x%x includes host mapping but memory type 0x%x is not host-visible",
-        unsigned(params.usage), unsigned(params.type));
-  }
-  if (params.min_alignment & (params.min_alignment - 1)) {
-    return InvalidArgumentError("minimum alignment %llu is not a power of two",
-                                (ull)params.min_alignment);
-  }
+  OSPREY_RETURN_IF_ERROR(CheckMemoryType(params, "heap"));
   if (length > DeviceSize(SIZE_MAX / 2)) {
     return InvalidArgumentError("buffer length %llu exceeds the host address space", (ull)length);
   }
@@ -57,32 +28,19 @@ Status HeapAllocator::CheckParams(const BufferParams& params, DeviceSize length)
 
 BufferCompatibility HeapAllocator::QueryCompatibility(BufferParams* params,
                                                       DeviceSize length) const {
-  ResolveType(params);
+  ResolveMemoryType(params);
   Status status = CheckParams(*params, length);
   if (!status.ok()) {
     status.IgnoreError();  // The answer is "never works"; Allocate explains why.
     return BufferCompatibility::kNone;
   }
-  BufferCompatibility result = BufferCompatibility::kAllocatable | BufferCompatibility::kImportable;
-  if (AnyBitSet(params->type, MemoryType::kHostVisible)) {
-    result |= BufferCompatibility::kExportable;
-  }
-  if (AnyBitSet(params->type, MemoryType::kDeviceVisible)) {
-    if (AnyBitSet(params->usage, BufferUsage::kTransfer)) {
-      result |= BufferCompatibility::kQueueTransfer;
-    }
-    if (AnyBitSet(params->usage,
-                  BufferUsage::kDispatchStorage | BufferUsage::kDispatchUniformRead)) {
-      result |= BufferCompatibility::kQueueDispatch;
-    }
-  }
-  return result;
+  return ResolvedCompatibility(*params, /*importable=*/true);
 }
 
 StatusOr<ref_ptr<Buffer>> HeapAllocator::AllocateBuffer(const BufferParams& params,
                                                         DeviceSize length) {
   BufferParams resolved = params;
-  ResolveType(&resolved);
+  ResolveMemoryType(&resolved);
   OSPREY_RETURN_IF_ERROR(CheckParams(resolved, length), "allocating a buffer of %llu bytes",
                          (ull)length);
   DeviceSize alignment = resolved.min_alignment > kDefaultBufferAlignment
@@ -108,7 +66,7 @@ StatusOr<ref_ptr<Buffer>> HeapAllocator::ImportBuffer(const BufferParams& params
                                                       DeviceSize length,
                                                       ReleaseCallback release) {
   BufferParams resolved = params;
-  ResolveType(&resolved);
+  ResolveMemoryType(&resolved);
   OSPREY_RETURN_IF_ERROR(CheckParams(resolved, length), "importing %llu bytes of host memory",
                          (ull)length);
   if (!memory && length > 0) return InvalidArgumentError("imported memory is null");

@@ -12,7 +12,6 @@
 
 #include "runtime/base/allocator.h"
 #include "runtime/embed/osprey.h"
-#include "samples/bare_metal/checks.h"
 
 #if OSPREY_FIRMWARE_HAVE_MODULE
 extern "C" const uint8_t osprey_firmware_module[];
@@ -20,6 +19,25 @@ extern "C" const size_t osprey_firmware_module_size;
 #endif
 
 namespace {
+
+// Counts the image's checks and prints each failure with its location.
+class CheckGroup {
+ public:
+  bool Expect(bool ok, const char* what, const char* file, int line) {
+    ++checks_;
+    if (!ok) {
+      ++failures_;
+      printf("  FAIL %s:%d: %s\n", file, line, what);
+    }
+    return ok;
+  }
+  int checks() const { return checks_; }
+  int failures() const { return failures_; }
+
+ private:
+  int checks_ = 0;
+  int failures_ = 0;
+};
 
 // The VM context takes a 64 KiB stack (vm::ContextOptions, not configurable
 // through osprey.h) and is rebuilt while the previous one is alive on each
@@ -42,8 +60,7 @@ void ArenaFree(void* user_data, void* ptr) {
 }
 
 // Records that |status| is an error (and frees it); false for OK.
-bool ExpectError(osprey::samples::bare_metal::CheckGroup& group, osprey_status_t* status,
-                 const char* what) {
+bool ExpectError(CheckGroup& group, osprey_status_t* status, const char* what) {
   bool failed = status != nullptr;
   group.Expect(failed, what, __FILE__, __LINE__);
   if (status) {
@@ -53,8 +70,7 @@ bool ExpectError(osprey::samples::bare_metal::CheckGroup& group, osprey_status_t
   return failed;
 }
 
-bool ExpectOk(osprey::samples::bare_metal::CheckGroup& group, osprey_status_t* status,
-              const char* what) {
+bool ExpectOk(CheckGroup& group, osprey_status_t* status, const char* what) {
   group.Expect(status == nullptr, what, __FILE__, __LINE__);
   if (status) {
     printf("  %s: %s\n", what, osprey_status_message(status));
@@ -65,8 +81,7 @@ bool ExpectOk(osprey::samples::bare_metal::CheckGroup& group, osprey_status_t* s
 }
 
 // Runs "main" of the loaded module on a 4-element tensor if it exists.
-void CallMain(osprey_session_t* session, osprey_device_t* device,
-              osprey::samples::bare_metal::CheckGroup& group) {
+void CallMain(osprey_session_t* session, osprey_device_t* device, CheckGroup& group) {
   osprey_function_t* function = nullptr;
   if (ExpectError(group, osprey_session_lookup_function(session, "main", &function),
                   "lookup of a function no module exports")) {
@@ -96,8 +111,7 @@ void CallMain(osprey_session_t* session, osprey_device_t* device,
 #if OSPREY_FIRMWARE_HAVE_MODULE
 // Calls |name|(|argument|) of the loaded module; returns its i32 result, or
 // -1 after recording a failure.
-int32_t CallI32(osprey_session_t* session, const char* name, int32_t argument,
-                osprey::samples::bare_metal::CheckGroup& group) {
+int32_t CallI32(osprey_session_t* session, const char* name, int32_t argument, CheckGroup& group) {
   osprey_function_t* function = nullptr;
   if (!ExpectOk(group, osprey_session_lookup_function(session, name, &function),
                 "looking up a module function")) {
@@ -122,7 +136,7 @@ int32_t CallI32(osprey_session_t* session, const char* name, int32_t argument,
 
 // Loads the embedded module (firmware_module.vmasm) and runs its functions
 // in the VM interpreter on the target.
-void RunModule(osprey_session_t* session, osprey::samples::bare_metal::CheckGroup& group) {
+void RunModule(osprey_session_t* session, CheckGroup& group) {
   if (!ExpectOk(group,
                 osprey_session_load_module_memory(session, osprey_firmware_module,
                                                   osprey_firmware_module_size, nullptr, nullptr),
@@ -141,7 +155,7 @@ void RunModule(osprey_session_t* session, osprey::samples::bare_metal::CheckGrou
 }  // namespace
 
 int main() {
-  osprey::samples::bare_metal::CheckGroup group("embed");
+  CheckGroup group;
   osprey::StaticArenaAllocator arena(g_heap, sizeof(g_heap));
   osprey_allocator_t allocator = {&arena, &ArenaAllocate, &ArenaFree, {nullptr, nullptr}};
   printf("osprey bare-metal embedding image\n");

@@ -8,6 +8,7 @@
 #include "hal/local/heap_allocator.h"
 #include "hal/local/host_semaphore.h"
 #include "hal/local/local_dispatch.h"
+#include "hal/local/queue_submission.h"
 #include "hal/local/recording_command_buffer.h"
 #include "runtime/base/platform/platform.h"
 
@@ -78,44 +79,20 @@ class CustomDevice final : public hal::Device {
     return ref_ptr<hal::ExecutableCache>(std::move(cache));
   }
 
-  // Synchronous: waits, runs, then signals (or fails) the signal semaphores.
+  // Synchronous: checks the submission, then, under the device lock, waits
+  // and runs; the signal semaphores are signalled on success and failed with
+  // the error otherwise (with none, the error is returned).
   Status QueueExecute(const hal::SemaphoreList& wait,
                       std::span<hal::CommandBuffer* const> command_buffers,
                       const hal::SemaphoreList& signal) override {
-    OSPREY_RETURN_IF_ERROR(wait.Validate("wait"));
-    OSPREY_RETURN_IF_ERROR(signal.Validate("signal"));
-    for (size_t i = 0; i < command_buffers.size(); ++i) {
-      if (!hal::local::RecordingCommandBuffer::Cast(command_buffers[i])) {
-        return osprey::InvalidArgumentError("command buffer %zu is null or foreign", i);
-      }
-    }
-    for (size_t i = 0; i < signal.size(); ++i) {
-      auto current = signal.semaphores[i]->Query();
-      if (current.ok() && *current >= signal.values[i]) {
-        return osprey::InvalidArgumentError("signal semaphore %zu would not advance", i);
-      }
-    }
-    for (size_t i = 0; i < command_buffers.size(); ++i) {
-      OSPREY_RETURN_IF_ERROR(
-          hal::local::RecordingCommandBuffer::Cast(command_buffers[i])->BeginSubmission(),
-          "submitting command buffer %zu", i);
-    }
-    Status status = Run(wait, command_buffers);
-    if (status.ok()) {
-      for (size_t i = 0; i < signal.size(); ++i) {
-        OSPREY_RETURN_IF_ERROR(signal.semaphores[i]->Signal(signal.values[i]));
-      }
-      return OkStatus();
-    }
-    if (signal.size() == 0) return status;
-    for (size_t i = 0; i < signal.size(); ++i) signal.semaphores[i]->Fail(status.Clone());
-    return OkStatus();
+    OSPREY_RETURN_IF_ERROR(
+        hal::local::BeginQueueSubmission("custom", wait, command_buffers, signal));
+    return hal::local::ExecuteAndSignal(mutex_, signal, [&] { return Run(wait, command_buffers); });
   }
 
  private:
-  Status Run(const hal::SemaphoreList& wait,
-             std::span<hal::CommandBuffer* const> command_buffers) {
-    osprey::platform::MutexLock lock(mutex_);
+  // Called with mutex_ held.
+  Status Run(const hal::SemaphoreList& wait, std::span<hal::CommandBuffer* const> command_buffers) {
     const int64_t deadline = osprey::platform::DeadlineFromTimeout(wait_timeout_ns_);
     for (size_t i = 0; i < wait.size(); ++i) {
       OSPREY_RETURN_IF_ERROR(wait.semaphores[i]->Wait(wait.values[i], deadline),

@@ -1,5 +1,5 @@
 /* The firmware's dispatch kernels: a CPU executable library in plain C. */
-#include "samples/bare_metal/kernels.h"
+#include "tests/qemu/firmware/kernels.h"
 
 #define WORKGROUP_SIZE OSPREY_FIRMWARE_KERNELS_WORKGROUP_SIZE
 

@@ -1,8 +1,8 @@
 /* The firmware's kernels built as an ELF shared object for the CPU the
  * firmware runs on (kernels.c + kernels_elf_entry.c), embedded as bytes by
  * the build (embed_file.cmake). */
-#ifndef OSPREY_SAMPLES_BARE_METAL_KERNELS_ELF_H_
-#define OSPREY_SAMPLES_BARE_METAL_KERNELS_ELF_H_
+#ifndef OSPREY_TESTS_QEMU_FIRMWARE_KERNELS_ELF_H_
+#define OSPREY_TESTS_QEMU_FIRMWARE_KERNELS_ELF_H_
 
 #include <stddef.h>
 #include <stdint.h>
@@ -18,4 +18,4 @@ extern const size_t osprey_firmware_kernels_elf_size;
 }  /* extern "C" */
 #endif
 
-#endif  /* OSPREY_SAMPLES_BARE_METAL_KERNELS_ELF_H_ */
+#endif /* OSPREY_TESTS_QEMU_FIRMWARE_KERNELS_ELF_H_ */

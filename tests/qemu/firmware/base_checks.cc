@@ -1,6 +1,6 @@
 // Self-checks of runtime/base on the target: status propagation, the static
 // arena allocator, Arena reuse and reference counting.
-#include "samples/bare_metal/base_checks.h"
+#include "tests/qemu/firmware/base_checks.h"
 
 #include <cstdint>
 #include <cstring>
@@ -10,7 +10,7 @@
 #include "runtime/base/ref_ptr.h"
 #include "runtime/base/status.h"
 
-namespace osprey::samples::bare_metal {
+namespace osprey::tests::qemu::firmware {
 
 namespace {
 
@@ -236,4 +236,4 @@ void RunBaseChecks(void* memory, size_t size, CheckGroup& group) {
   CheckRefPtr(memory, size, group);
 }
 
-}  // namespace osprey::samples::bare_metal
+}  // namespace osprey::tests::qemu::firmware

@@ -1,12 +1,12 @@
 // Dispatch checks of the firmware: CPU executables loaded through the HAL's
 // loaders (and, when built, run through the cpu-sync device), with every
 // byte of memory from a StaticArenaAllocator over a caller-owned buffer.
-#ifndef OSPREY_SAMPLES_BARE_METAL_HAL_CHECKS_H_
-#define OSPREY_SAMPLES_BARE_METAL_HAL_CHECKS_H_
+#ifndef OSPREY_TESTS_QEMU_FIRMWARE_HAL_CHECKS_H_
+#define OSPREY_TESTS_QEMU_FIRMWARE_HAL_CHECKS_H_
 
 #include <cstddef>
 
-namespace osprey::samples::bare_metal {
+namespace osprey::tests::qemu::firmware {
 
 // Exit-code bits of the groups RunHalChecks runs.
 inline constexpr int kLocalDispatchFailed = 2;  // static loader + direct calls
@@ -18,6 +18,6 @@ inline constexpr int kElfDispatchFailed = 8;     // ELF loader
 // Returns the OR of the failed groups' bits (0 if all passed).
 int RunHalChecks(void* memory, size_t size);
 
-}  // namespace osprey::samples::bare_metal
+}  // namespace osprey::tests::qemu::firmware
 
-#endif  // OSPREY_SAMPLES_BARE_METAL_HAL_CHECKS_H_
+#endif  // OSPREY_TESTS_QEMU_FIRMWARE_HAL_CHECKS_H_

@@ -1,4 +1,4 @@
-// Bare-metal firmware sample: runs the runtime's self-checks (and, when the
+// The bare-metal check firmware: runs the runtime's self-checks (and, when the
 // HAL and cpu-sync driver are built, real dispatches) on the target CPU and
 // returns a bit mask of the failing groups as the exit code, which QEMU
 // passes back to the host through semihosting. 0 means every check passed.
@@ -12,11 +12,11 @@
 #include <cstdint>
 
 #include "runtime/base/logging.h"
-#include "samples/bare_metal/base_checks.h"
-#include "samples/bare_metal/checks.h"
+#include "tests/qemu/firmware/base_checks.h"
+#include "tests/qemu/firmware/checks.h"
 
 #if OSPREY_FIRMWARE_HAVE_HAL
-#include "samples/bare_metal/hal_checks.h"
+#include "tests/qemu/firmware/hal_checks.h"
 #endif
 
 namespace {
@@ -30,7 +30,7 @@ void PrintLog(void*, osprey::LogLevel level, const char* message) {
 }
 
 // Prints the group's result and returns |bit| if it failed.
-int Report(const osprey::samples::bare_metal::CheckGroup& group, int bit) {
+int Report(const osprey::tests::qemu::firmware::CheckGroup& group, int bit) {
   printf("%-8s %d checks, %d failed\n", group.name(), group.checks(), group.failures());
   return group.failures() == 0 && group.checks() > 0 ? 0 : bit;
 }
@@ -38,7 +38,7 @@ int Report(const osprey::samples::bare_metal::CheckGroup& group, int bit) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  using osprey::samples::bare_metal::CheckGroup;
+  using osprey::tests::qemu::firmware::CheckGroup;
   bool inject_failure = false;
   for (int i = 1; i < argc; ++i) {
     if (strcmp(argv[i], "--inject-failure") == 0) inject_failure = true;
@@ -48,11 +48,11 @@ int main(int argc, char** argv) {
 
   int exit_code = 0;
   CheckGroup base("base");
-  osprey::samples::bare_metal::RunBaseChecks(g_heap, sizeof(g_heap), base);
+  osprey::tests::qemu::firmware::RunBaseChecks(g_heap, sizeof(g_heap), base);
   exit_code |= Report(base, 1);
 
 #if OSPREY_FIRMWARE_HAVE_HAL
-  exit_code |= osprey::samples::bare_metal::RunHalChecks(g_heap, sizeof(g_heap));
+  exit_code |= osprey::tests::qemu::firmware::RunHalChecks(g_heap, sizeof(g_heap));
 #endif
 
   if (inject_failure) {

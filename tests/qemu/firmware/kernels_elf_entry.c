@@ -1,6 +1,6 @@
 /* Entry point of the firmware's kernels when built as a standalone ELF
  * library for the ELF loader: the one exported symbol every library has. */
-#include "samples/bare_metal/kernels.h"
+#include "tests/qemu/firmware/kernels.h"
 
 __attribute__((visibility("default")))
 const osprey_executable_library_header_t* const* osprey_executable_library_query(

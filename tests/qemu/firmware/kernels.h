@@ -2,8 +2,8 @@
  * hal/local/executable_library.h). Linked into the image and reached through
  * the static loader; the same source is also built as a standalone ELF
  * library for the ELF loader. Plain C. */
-#ifndef OSPREY_SAMPLES_BARE_METAL_KERNELS_H_
-#define OSPREY_SAMPLES_BARE_METAL_KERNELS_H_
+#ifndef OSPREY_TESTS_QEMU_FIRMWARE_KERNELS_H_
+#define OSPREY_TESTS_QEMU_FIRMWARE_KERNELS_H_
 
 #include "hal/local/executable_library.h"
 
@@ -31,4 +31,4 @@ const osprey_executable_library_header_t* const* osprey_firmware_kernels_query(
 }  /* extern "C" */
 #endif
 
-#endif  /* OSPREY_SAMPLES_BARE_METAL_KERNELS_H_ */
+#endif /* OSPREY_TESTS_QEMU_FIRMWARE_KERNELS_H_ */

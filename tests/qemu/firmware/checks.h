@@ -1,13 +1,13 @@
 // A tiny expectation harness for the firmware: no allocation, prints each
 // failure through stdio (semihosting on the boards) and counts them.
-#ifndef OSPREY_SAMPLES_BARE_METAL_CHECKS_H_
-#define OSPREY_SAMPLES_BARE_METAL_CHECKS_H_
+#ifndef OSPREY_TESTS_QEMU_FIRMWARE_CHECKS_H_
+#define OSPREY_TESTS_QEMU_FIRMWARE_CHECKS_H_
 
 #include <stdio.h>
 
 #include "runtime/base/status.h"
 
-namespace osprey::samples::bare_metal {
+namespace osprey::tests::qemu::firmware {
 
 // Collects the outcome of one group of checks. Not thread-safe.
 class CheckGroup {
@@ -43,7 +43,7 @@ class CheckGroup {
   int failures_ = 0;
 };
 
-}  // namespace osprey::samples::bare_metal
+}  // namespace osprey::tests::qemu::firmware
 
 #define FW_EXPECT(group, cond) (group).Expect((cond), #cond, __FILE__, __LINE__)
 #define FW_EXPECT_OK(group, expr) (group).ExpectOk((expr), #expr, __FILE__, __LINE__)
@@ -51,4 +51,4 @@ class CheckGroup {
   (group).Expect((expr).code() == (expected), #expr " has code " #expected, \
                  __FILE__, __LINE__)
 
-#endif  // OSPREY_SAMPLES_BARE_METAL_CHECKS_H_
+#endif  // OSPREY_TESTS_QEMU_FIRMWARE_CHECKS_H_

@@ -2,7 +2,7 @@
 // loader (and the ELF loader, from an embedded image) and run directly
 // workgroup by workgroup and through a cpu-sync device, with every result
 // checked element-wise and every byte returned to the allocator.
-#include "samples/bare_metal/hal_checks.h"
+#include "tests/qemu/firmware/hal_checks.h"
 
 #include <stdio.h>
 
@@ -14,8 +14,8 @@
 #include "hal/local/local_executable.h"
 #include "hal/local/static_library_loader.h"
 #include "runtime/base/allocator.h"
-#include "samples/bare_metal/checks.h"
-#include "samples/bare_metal/kernels.h"
+#include "tests/qemu/firmware/checks.h"
+#include "tests/qemu/firmware/kernels.h"
 
 #if OSPREY_FIRMWARE_HAVE_CPU_SYNC
 #include "drivers/cpu_sync/api.h"
@@ -24,10 +24,10 @@
 #if OSPREY_FIRMWARE_HAVE_ELF
 #include "hal/local/loaders/elf/elf_image.h"
 #include "hal/local/loaders/elf/elf_loader.h"
-#include "samples/bare_metal/kernels_elf.h"
+#include "tests/qemu/firmware/kernels_elf.h"
 #endif
 
-namespace osprey::samples::bare_metal {
+namespace osprey::tests::qemu::firmware {
 
 namespace {
 
@@ -431,4 +431,4 @@ int RunHalChecks(void* memory, size_t size) {
   return failed;
 }
 
-}  // namespace osprey::samples::bare_metal
+}  // namespace osprey::tests::qemu::firmware
