@@ -165,13 +165,11 @@ absl::Status readWeights(const Op &op, std::vector<int64_t> &values) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<NpuLayer> fromConv(const Op &op) {
-  NpuLayer l;
+// The i8 input of a windowed op (Conv, pools) and its input and result
+// shapes as HWC.
+absl::Status readWindowShapes(const Op &op, NpuLayer &l) {
   if (auto s = needI8(op.operand(0), "the input"); !s.ok()) {
     return s;
-  }
-  if (op.result()->type().elementType() != ElementType::I8) {
-    return refuse("the result is the int32 accumulator, not requantized i8");
   }
   auto in = hwcOf(op.operand(0)->type(), "the input");
   if (!in.ok()) {
@@ -183,6 +181,17 @@ absl::StatusOr<NpuLayer> fromConv(const Op &op) {
   }
   l.input = *in;
   l.output = *out;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<NpuLayer> fromConv(const Op &op) {
+  NpuLayer l;
+  if (op.result()->type().elementType() != ElementType::I8) {
+    return refuse("the result is the int32 accumulator, not requantized i8");
+  }
+  if (auto s = readWindowShapes(op, l); !s.ok()) {
+    return s;
+  }
   if (auto s = readWindow(op, l); !s.ok()) {
     return s;
   }
@@ -325,22 +334,12 @@ absl::StatusOr<NpuLayer> fromRescale(const Op &op) {
 absl::StatusOr<NpuLayer> fromPool(const Op &op, LayerKind kind) {
   NpuLayer l;
   l.kind = kind;
-  if (auto s = needI8(op.operand(0), "the input"); !s.ok()) {
-    return s;
-  }
   if (op.numResults() > 1) {
     return refuse("MaxPool's indices output");
   }
-  auto in = hwcOf(op.operand(0)->type(), "the input");
-  if (!in.ok()) {
-    return in.status();
+  if (auto s = readWindowShapes(op, l); !s.ok()) {
+    return s;
   }
-  auto out = hwcOf(op.result()->type(), "the result");
-  if (!out.ok()) {
-    return out.status();
-  }
-  l.input = *in;
-  l.output = *out;
   if (op.getInt("storage_order", 0) != 0) {
     return refuse("storage_order 1");
   }

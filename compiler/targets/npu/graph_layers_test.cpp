@@ -77,9 +77,11 @@ std::string constant(const std::string &name, const std::vector<int64_t> &v,
          "]>} : tensor<" + dims(shape) + "x" + type + ">\n";
 }
 
-// NCHW (batch 1) <-> HWC; other ranks are already a row of channels.
-std::vector<uint8_t> toHwc(const std::vector<uint8_t> &v,
-                           const std::vector<int64_t> &shape) {
+// NCHW (batch 1) -> HWC, or back with |back|; other ranks are already a
+// row of channels.
+std::vector<uint8_t> permuteHwc(const std::vector<uint8_t> &v,
+                                const std::vector<int64_t> &shape,
+                                bool back = false) {
   if (shape.size() != 4) {
     return v;
   }
@@ -87,22 +89,8 @@ std::vector<uint8_t> toHwc(const std::vector<uint8_t> &v,
   std::vector<uint8_t> out(v.size());
   for (int64_t ch = 0; ch < c; ++ch) {
     for (int64_t i = 0; i < hw; ++i) {
-      out[i * c + ch] = v[ch * hw + i];
-    }
-  }
-  return out;
-}
-
-std::vector<uint8_t> fromHwc(const std::vector<uint8_t> &v,
-                             const std::vector<int64_t> &shape) {
-  if (shape.size() != 4) {
-    return v;
-  }
-  int64_t c = shape[1], hw = shape[2] * shape[3];
-  std::vector<uint8_t> out(v.size());
-  for (int64_t ch = 0; ch < c; ++ch) {
-    for (int64_t i = 0; i < hw; ++i) {
-      out[ch * hw + i] = v[i * c + ch];
+      int64_t nchw = ch * hw + i, hwc = i * c + ch;
+      out[back ? nchw : hwc] = v[back ? hwc : nchw];
     }
   }
   return out;
@@ -155,16 +143,16 @@ void checkBothDevices(const std::string &text,
   auto stream = emitChain(chain, *npuConfig);
   ASSERT_TRUE(stream.ok()) << stream.status();
   std::vector<std::vector<uint8_t>> bindings(5);
-  bindings[0] = toHwc(cpuInputs[0], shapes[0]);
+  bindings[0] = permuteHwc(cpuInputs[0], shapes[0]);
   if (inputs.size() > 1) {
-    bindings[1] = toHwc(cpuInputs[1], shapes[1]);
+    bindings[1] = permuteHwc(cpuInputs[1], shapes[1]);
   }
   bindings[2].assign(expected.size(), 0xA5);
   bindings[3] = stream->weights;
   bindings[4].assign(stream->scratchBytes, 0);
   testing::RunResult run = testing::runStream(*stream, *npuConfig, bindings);
   ASSERT_TRUE(run.status.ok()) << run.status;
-  EXPECT_EQ(fromHwc(bindings[2], outShape), expected);
+  EXPECT_EQ(permuteHwc(bindings[2], outShape, /*back=*/true), expected);
 }
 
 std::string requantAttrs(Rng &rng, const char *xzp = "x_zero_point") {

@@ -75,6 +75,7 @@ class HalModuleState final : public vm::ModuleState {
   ohal::Device* device() const { return slots_[0].device.get(); }
   size_t device_count() const { return slot_count_; }
   ohal::Device* device(size_t i) const { return slots_[i].device.get(); }
+  DeviceSlot* slot(size_t i) { return &slots_[i]; }
 
   // The slot of |device|, or an error naming the module's devices.
   StatusOr<DeviceSlot*> Slot(ohal::Device* device, const char* what) {
@@ -345,8 +346,7 @@ Status DevicesSelect(vm::NativeCall& call) {
   char format[64];
   OSPREY_RETURN_IF_ERROR(GetText(call, 0, format, sizeof(format)));
   for (size_t i = 0; i < state->device_count(); ++i) {
-    OSPREY_ASSIGN_OR_RETURN(DeviceSlot * slot, state->Slot(state->device(i), "select"));
-    OSPREY_ASSIGN_OR_RETURN(ohal::ExecutableCache * cache, state->Cache(slot));
+    OSPREY_ASSIGN_OR_RETURN(ohal::ExecutableCache * cache, state->Cache(state->slot(i)));
     if (cache->CanPrepareFormat(format)) {
       call.set_ref(0, vm::Ref(state->device(i), &kDeviceType));
       return OkStatus();
