@@ -31,6 +31,8 @@ packages=(
   gcc-arm-none-eabi picolibc-arm-none-eabi libstdc++-arm-none-eabi-picolibc
   gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf
   qemu-system-arm qemu-system-misc
+  # The compile report (osprey-compile --report) is checked in a headless browser.
+  chromium
 )
 
 if [[ "${OSPREY_SKIP_APT:-0}" != "1" ]]; then

@@ -21,3 +21,7 @@ if os.path.exists(os.path.join(config.osprey_bin_dir, "osprey-dump")):
 # Tests that run compiled modules need osprey-run (OSPREY_BUILD_TOOLS).
 if os.path.exists(os.path.join(config.osprey_bin_dir, "osprey-run")):
     config.available_features.add("osprey-run")
+# The compile report is checked in a headless browser (Debian's chromium).
+import shutil
+if shutil.which("chromium"):
+    config.available_features.add("chromium")

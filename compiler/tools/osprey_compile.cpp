@@ -16,6 +16,7 @@
 #include "compiler/targets/npu/npu_target.h"
 #include "compiler/targets/npu/offload.h"
 #include "compiler/targets/target.h"
+#include "compiler/tools/compile_report.h"
 #include "compiler/tools/fusion_flags.h"
 #include "compiler/tools/llvm_cpu_flags.h"
 #include "compiler/vm_backend/module_emitter.h"
@@ -25,6 +26,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <optional>
 
 namespace cl = llvm::cl;
@@ -82,6 +84,14 @@ static cl::opt<bool> dumpPartition(
     "dump-partition",
     cl::desc("With --accelerator: print to stderr which node goes to which "
              "device, and why a node stays on the CPU"));
+
+static cl::opt<std::string> reportFile(
+    "report",
+    cl::desc("Write a self-contained HTML page on the compilation: the "
+             "CPU/NPU split with the reason for each CPU node, every "
+             "dispatch with its device, NPU cycles against the peak, SRAM "
+             "tiling per layer and the memory plan over time"),
+    cl::value_desc("file.html"), cl::init(""));
 
 static cl::list<std::string> inputShapes(
     "input-shape",
@@ -229,6 +239,7 @@ static int writeIr(const graph::Graph &g) {
 }
 
 int main(int argc, char **argv) {
+  const auto started = std::chrono::steady_clock::now();
   cl::ParseCommandLineOptions(argc, argv, "Osprey ONNX compiler\n");
   static const char *kTargets[] = {"host", "x86_64", "armv7em", "riscv32"};
   if (std::find(std::begin(kTargets), std::end(kTargets), target.getValue()) ==
@@ -416,6 +427,8 @@ int main(int argc, char **argv) {
   // lld resets every LLVM command-line option to its default when a link
   // finishes, so read the options this tool still needs first.
   const std::string format = outputFormat, outputPath = outputFile;
+  const std::string reportPath = reportFile, modelPath = inputFile,
+                    targetName = target;
   auto writeBinary = [&](const std::string &path,
                          llvm::ArrayRef<uint8_t> bytes) {
     std::error_code ec;
@@ -495,6 +508,25 @@ int main(int argc, char **argv) {
     llvm::SmallString<256> path(outputPath);
     llvm::sys::path::replace_extension(path, file.extension);
     if (!writeBinary(path.str().str(), file.bytes)) {
+      return 1;
+    }
+  }
+  if (!reportPath.empty()) {
+    tools::ReportInput report;
+    report.model = llvm::sys::path::filename(modelPath).str();
+    report.target = targetName;
+    report.compileSeconds = std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - started)
+                                .count();
+    if (offload) {
+      report.partition = &offload->partition();
+      report.config = &*npuConfig;
+    }
+    report.program = &*dispatchProgram;
+    std::string html = tools::renderCompileReport(report);
+    if (!writeBinary(reportPath, llvm::ArrayRef<uint8_t>(
+                                     reinterpret_cast<const uint8_t *>(html.data()),
+                                     html.size()))) {
       return 1;
     }
   }
