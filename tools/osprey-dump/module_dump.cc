@@ -11,6 +11,9 @@
 #include "vm/asm/assembler.h"
 #include "vm/builder/module_builder.h"
 #include "vm/bytecode_module.h"
+#if OSPREY_DUMP_NPU
+#include "drivers/npu/sim/command_stream.h"
+#endif
 
 namespace osprey::tools::dump {
 
@@ -162,6 +165,30 @@ Status DumpModule(std::span<const uint8_t> data, std::string* out) {
         start = end + 1;
       }
     }
+#if OSPREY_DUMP_NPU
+    // npu-v1 blobs: the driver's parser verifies them; list the exports.
+    if (strcmp(info.format, "npu-v1") == 0) {
+      drivers::npu::sim::BlobView view;
+      Status status = drivers::npu::sim::BlobView::Parse(bytes, &view);
+      if (!status.ok()) {
+        char message[512];
+        status.ToString(message, sizeof(message));
+        Appendf(out, "      error: %s\n", message);
+        continue;
+      }
+      Appendf(out, "      npu-v1 blob, %u exports (verified):\n", view.export_count());
+      for (uint32_t e = 0; e < view.export_count(); ++e) {
+        drivers::npu::sim::ExportView ev = view.export_view(e);
+        Appendf(out, "        %u: %s: %zu stream words, %zu relocations, bindings %u [", e,
+                ev.name, ev.words.size(), ev.relocations.size(), ev.binding_count);
+        for (uint32_t b = 0; b < ev.binding_count; ++b) {
+          Appendf(out, "%s%u=%s", b ? ", " : "", b,
+                  (ev.binding_write_mask >> b) & 1 ? "read-write" : "read");
+        }
+        out->append("]\n");
+      }
+    }
+#endif
   }
   Appendf(out, "sizes: file %zu bytes, rodata %zu bytes, executables %zu bytes\n", data.size(),
           rodata_bytes, executable_bytes);
