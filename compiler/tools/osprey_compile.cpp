@@ -85,6 +85,11 @@ static cl::opt<bool> dumpPartition(
     cl::desc("With --accelerator: print to stderr which node goes to which "
              "device, and why a node stays on the CPU"));
 
+static cl::opt<bool> fallbackToCpu(
+    "fallback-to-cpu",
+    cl::desc("With --accelerator: the module also carries CPU code for the "
+             "whole model, which a call runs when the session has no device "
+             "for the accelerator (the weights are stored twice)"));
 static cl::opt<std::string> reportFile(
     "report",
     cl::desc("Write a self-contained HTML page on the compilation: the "
@@ -321,10 +326,17 @@ int main(int argc, char **argv) {
   // ops in place of their graph ops.
   std::unique_ptr<npu::NpuOffload> offload;
   std::optional<npu::NpuConfig> npuConfig;
-  if (accelerator.empty() && (!offloadMode.empty() || dumpPartition)) {
+  if (accelerator.empty() &&
+      (!offloadMode.empty() || dumpPartition || fallbackToCpu)) {
     return fail(absl::InvalidArgumentError(
-        "--offload and --dump-partition need --accelerator (e.g. "
-        "--accelerator=npu-v1)"));
+        "--offload, --dump-partition and --fallback-to-cpu need "
+        "--accelerator (e.g. --accelerator=npu-v1)"));
+  }
+  if (fallbackToCpu && outputFormat == "static-library") {
+    return fail(absl::UnimplementedError(
+        "--fallback-to-cpu with --output-format=static-library is not "
+        "implemented (firmware links the code it runs; compile one module "
+        "with --accelerator and one without)"));
   }
   if (!accelerator.empty()) {
     auto config = npu::parseNpuConfig(accelerator);
@@ -406,9 +418,9 @@ int main(int argc, char **argv) {
   printStage("form-dispatch", [&](llvm::raw_ostream &os) {
     dispatch::printDispatchProgram(*dispatchProgram, os);
   });
-  if (absl::Status s = dispatch::planMemory(
-          *dispatchProgram,
-          tools::planOptionsFromFlags(targets::planOptionsFor(tgt)));
+  const dispatch::PlanOptions planOptions =
+      tools::planOptionsFromFlags(targets::planOptionsFor(tgt));
+  if (absl::Status s = dispatch::planMemory(*dispatchProgram, planOptions);
       !s.ok()) {
     return fail(s);
   }
@@ -427,6 +439,7 @@ int main(int argc, char **argv) {
   // lld resets every LLVM command-line option to its default when a link
   // finishes, so read the options this tool still needs first.
   const std::string format = outputFormat, outputPath = outputFile;
+  const bool withFallback = fallbackToCpu;
   const std::string reportPath = reportFile, modelPath = inputFile,
                     targetName = target;
   auto writeBinary = [&](const std::string &path,
@@ -496,8 +509,43 @@ int main(int argc, char **argv) {
   if (npuExecutable) {
     executables.push_back({&*npuExecutable, npuRegions, true});
   }
-  auto module = vm_backend::emitModule(*dispatchProgram, executables,
-                                       moduleName);
+  std::vector<vm_backend::ModuleVariant> variants = {
+      {&*dispatchProgram, executables}};
+  // --fallback-to-cpu: the whole model compiled again for the CPU alone,
+  // the variant a call runs when the session has no NPU.
+  std::optional<dispatch::DispatchProgram> cpuProgram;
+  std::optional<targets::Executable> cpuOnly;
+  if (withFallback && !npuRegions.empty()) {
+    auto lowered = structured::lowering::lowerToStructured(g);
+    if (!lowered.ok()) {
+      return fail(lowered.status());
+    }
+    if (absl::Status s = structured::fuseAndTile(*lowered, tgt.fusionOptions());
+        !s.ok()) {
+      return fail(s);
+    }
+    auto formed = dispatch::formDispatchRegions(std::move(*lowered));
+    if (!formed.ok()) {
+      return fail(formed.status());
+    }
+    if (absl::Status s = dispatch::planMemory(*formed, planOptions); !s.ok()) {
+      return fail(s);
+    }
+    cpuProgram = std::move(*formed);
+    targets::BuildOptions cpuBuild = build;
+    cpuBuild.name = build.name + "_cpu";
+    auto built = tgt.buildExecutable(*cpuProgram, cpuBuild);
+    if (!built.ok()) {
+      return fail(built.status());
+    }
+    cpuOnly = std::move(*built);
+    vm_backend::ModuleExecutable all{&*cpuOnly, {}, false};
+    for (unsigned r = 0; r < cpuProgram->regions.size(); ++r) {
+      all.regions.push_back(r);
+    }
+    variants.push_back({&*cpuProgram, {all}});
+  }
+  auto module = vm_backend::emitModule(variants, moduleName);
   if (!module.ok()) {
     return fail(module.status());
   }

@@ -64,6 +64,23 @@ emitModule(const dispatch::DispatchProgram &program,
            const std::vector<ModuleExecutable> &executables,
            const std::string &moduleName);
 
+// One way to compute the graph: a program and its executables.
+struct ModuleVariant {
+  const dispatch::DispatchProgram *program = nullptr;
+  std::vector<ModuleExecutable> executables;
+};
+
+// A module holding several variants of the same graph (same arguments and
+// results): each call runs the first variant for whose selected formats the
+// context has a device (hal.devices.count/get and the query
+// "device.executable_format=<format>"), else the last one, which must run on
+// the default device alone (e.g. the CPU code of a model whose first variant
+// offloads to an NPU). The variants share the arena (the largest size);
+// each has its own constants. With one variant this is the module above.
+absl::StatusOr<std::vector<uint8_t>>
+emitModule(const std::vector<ModuleVariant> &variants,
+           const std::string &moduleName);
+
 } // namespace osprey::compiler::vm_backend
 
 #endif // OSPREY_COMPILER_VM_BACKEND_MODULE_EMITTER_H_

@@ -463,3 +463,41 @@ TEST_F(ModuleEmitterTest, EveryRegionIsInExactlyOneExecutable) {
 
 } // namespace
 } // namespace osprey::compiler::vm_backend
+
+namespace osprey::compiler::vm_backend {
+namespace {
+
+// Two variants of one program: the first selects its device by format, the
+// second is the fallback. Both give the reference; badly formed variant
+// lists are refused.
+TEST_F(ModuleEmitterTest, VariantsShareArgumentsAndResults) {
+  auto target = llvm_cpu::resolveCpuTarget("host");
+  ASSERT_TRUE(target.ok());
+  auto library = llvm_cpu::buildExecutableLibrary(program_, *target, {"mlp"});
+  ASSERT_TRUE(library.ok()) << library.status().message();
+  targets::Executable exe{target->elfFormat, *library};
+  std::vector<unsigned> regions = {0, 1};
+  auto module = emitModule({{&program_, {{&exe, regions, true}}},
+                            {&program_, {{&exe, regions, false}}}},
+                           "mlp");
+  ASSERT_TRUE(module.ok()) << module.status().message();
+  vm::AlignedBytes file(*module);
+  auto loaded = vm::BytecodeModule::Load(file.span(), nullptr, allocator_);
+  ASSERT_TRUE(loaded.ok()) << statusText(loaded.status());
+  module_ = std::move(*loaded);
+  ref_ptr<vm::Context> context = NewContext();
+  ASSERT_TRUE(context);
+  ExpectNear(Run(context.get(), Input(2)), reference(Input(2)));
+
+  auto selecting = emitModule({{&program_, {{&exe, regions, false}}},
+                               {&program_, {{&exe, regions, true}}}},
+                              "mlp");
+  ASSERT_FALSE(selecting.ok());
+  EXPECT_NE(std::string(selecting.status().message()).find("default device"),
+            std::string::npos);
+  auto none = emitModule(std::vector<ModuleVariant>{}, "mlp");
+  EXPECT_FALSE(none.ok());
+}
+
+} // namespace
+} // namespace osprey::compiler::vm_backend
