@@ -44,6 +44,10 @@ constexpr OpInfo kOps[] = {
     {OpKind::Less, "Less", 2, 2, 1, 1, TC::Numeric, r::compare, true},
     {OpKind::Greater, "Greater", 2, 2, 1, 1, TC::Numeric, r::compare, true},
     {OpKind::Where, "Where", 3, 3, 1, 1, TC::Any, r::where, true},
+    {OpKind::Max, "Max", 1, -1, 1, 1, TC::Numeric, r::variadic, true},
+    {OpKind::Min, "Min", 1, -1, 1, 1, TC::Numeric, r::variadic, true},
+    {OpKind::Sum, "Sum", 1, -1, 1, 1, TC::Numeric, r::variadic, true},
+    {OpKind::Mean, "Mean", 1, -1, 1, 1, TC::Float, r::variadic, true},
     // Contractions and windows.
     {OpKind::Conv, "Conv", 2, 3, 1, 1, TC::Float, r::conv, false},
     {OpKind::ConvTranspose, "ConvTranspose", 2, 3, 1, 1, TC::Float, r::convTranspose, false},

@@ -20,6 +20,8 @@ enum class OpKind : uint8_t {
   Reciprocal, Exp, Log, Abs, Neg, Identity, Clip, Cast,
   // Elementwise binary / ternary with broadcasting.
   Add, Sub, Mul, Div, Pow, Equal, Less, Greater, Where,
+  // Elementwise over any number of operands, with broadcasting.
+  Max, Min, Sum, Mean,
   // Contractions and windows.
   Conv, ConvTranspose, Gemm, MatMul, MaxPool, AveragePool, GlobalAveragePool,
   // Normalizations and reductions.

@@ -189,6 +189,33 @@ absl::Status where(const Op &op, std::vector<TensorType> &out) {
   return absl::OkStatus();
 }
 
+absl::Status variadic(const Op &op, std::vector<TensorType> &out) {
+  const TensorType &first = typeOf(op, 0);
+  std::vector<int64_t> dims = first.hasRank() ? first.dims().vec()
+                                              : std::vector<int64_t>();
+  bool ranked = first.hasRank();
+  for (unsigned i = 1; i < op.numOperands(); ++i) {
+    const TensorType &t = typeOf(op, i);
+    if (t.elementType() != first.elementType()) {
+      return err("operand " + std::to_string(i) + " has element type " +
+                 elementTypeName(t.elementType()).str() + ", operand 0 " +
+                 elementTypeName(first.elementType()).str());
+    }
+    if (!t.hasRank()) {
+      ranked = false;
+      continue;
+    }
+    if (ranked) {
+      std::vector<int64_t> next;
+      COMPILER_RETURN_IF_ERROR(broadcastShapes(dims, t.dims(), next));
+      dims = std::move(next);
+    }
+  }
+  out = {ranked ? TensorType::ranked(first.elementType(), dims)
+                : TensorType::unranked(first.elementType())};
+  return absl::OkStatus();
+}
+
 absl::Status cast(const Op &op, std::vector<TensorType> &out) {
   std::string to = op.getString("to", "");
   auto et = parseElementType(to);

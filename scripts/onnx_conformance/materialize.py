@@ -65,7 +65,8 @@ OPS = {
     "Greater": "greater", "QuantizeLinear": "quantizelinear",
     "DequantizeLinear": "dequantizelinear", "QLinearConv": "qlinearconv",
     "QLinearMatMul": "qlinearmatmul", "ConvInteger": "convinteger",
-    "MatMulInteger": "matmulinteger",
+    "MatMulInteger": "matmulinteger", "Max": "max", "Min": "min", "Sum": "sum",
+    "Mean": "mean",
 }
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
 # which has no generator for it.
@@ -103,7 +104,7 @@ FAMILIES = {
     "conv": ["Conv", "ConvTranspose"],
     "matmul": ["Gemm", "MatMul"],
     "arith": ["Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Exp",
-              "Log", "Abs", "Neg"],
+              "Log", "Abs", "Neg", "Max", "Min", "Sum", "Mean"],
     "activation": ["Relu", "LeakyRelu", "Clip", "Sigmoid", "HardSigmoid",
                    "HardSwish", "Tanh", "Erf"],
     "norm": ["BatchNormalization", "LayerNormalization", "Softmax"],

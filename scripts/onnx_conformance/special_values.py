@@ -80,6 +80,10 @@ def _binary_refs():
         "Mul": np.multiply,
         "Div": np.divide,
         "Pow": np.power,
+        # The variadic ones with two operands; NaN propagates (np.maximum).
+        "Max": np.maximum,
+        "Min": np.minimum,
+        "Sum": np.add,
     }
 
 
@@ -105,6 +109,24 @@ def cases():
         out.append((op, _model("osprey_special_%s_grid" % op.lower(), node,
                                [("a", a), ("b", b)],
                                [("y", _f32(ref, a, b))])))
+
+    # Mean as the ONNX reference computes it: the sum in float32, then the
+    # division (3e38 + 3e38 overflows to inf before it is halved).
+    with np.errstate(all="ignore"):
+        mean = (a + b) / np.float32(2)
+    node = helper.make_node("Mean", ["a", "b"], ["y"])
+    out.append(("Mean", _model("osprey_special_mean_grid", node,
+                               [("a", a), ("b", b)], [("y", mean)])))
+    # Three operands, one of them broadcast.
+    column = SPECIALS.reshape(-1, 1)
+    row = np.array([[-np.inf, -0.0, 1.0, np.inf]], np.float32)
+    c = np.array([[-1.0, 0.0, np.nan, 2.0]], np.float32)
+    for op, ref in (("Max", np.maximum), ("Min", np.minimum)):
+        node = helper.make_node(op, ["a", "b", "c"], ["y"])
+        y = ref(ref(column, row), c)
+        out.append((op, _model("osprey_special_%s_three" % op.lower(), node,
+                               [("a", column), ("b", row), ("c", c)],
+                               [("y", y.astype(np.float32))])))
 
     for e in POW_EXPONENTS:
         exponent = np.array(e, np.float32)

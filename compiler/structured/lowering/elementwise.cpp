@@ -119,6 +119,28 @@ absl::Status lowerBinary(LoweringContext &ctx, const Op &op) {
                          std::move(b));
 }
 
+// Max, Min, Sum: the operands folded left to right (as ONNX Runtime and the
+// reference do); Mean divides that sum by the operand count. One operand is
+// a copy.
+absl::Status lowerVariadic(LoweringContext &ctx, const Op &op) {
+  const OpKind kind = op.info()->kind;
+  const SK combine = kind == OpKind::Max   ? SK::Max
+                     : kind == OpKind::Min ? SK::Min
+                                           : SK::Add;
+  ScalarBody b;
+  unsigned r = b.input(0);
+  std::vector<const Value *> inputs = {op.operand(0)};
+  for (unsigned i = 1; i < op.numOperands(); ++i) {
+    r = b.binary(combine, r, b.input(i));
+    inputs.push_back(op.operand(i));
+  }
+  if (kind == OpKind::Mean && op.numOperands() > 1) {
+    r = b.binary(SK::Div, r, b.constant(double(op.numOperands())));
+  }
+  b.yield(r);
+  return ctx.elementwise(op, op.result(), std::move(inputs), std::move(b));
+}
+
 absl::Status lowerWhere(LoweringContext &ctx, const Op &op) {
   const Value *cond = op.operand(0);
   std::optional<std::vector<int64_t>> mask;

@@ -40,6 +40,10 @@ constexpr LoweringEntry kLowerings[] = {
     {OpKind::Less, lowerBinary},
     {OpKind::Greater, lowerBinary},
     {OpKind::Where, lowerWhere},
+    {OpKind::Max, lowerVariadic},
+    {OpKind::Min, lowerVariadic},
+    {OpKind::Sum, lowerVariadic},
+    {OpKind::Mean, lowerVariadic},
     {OpKind::Clip, lowerClip},
     {OpKind::Expand, lowerExpand},
     // Convolutions and pools.
