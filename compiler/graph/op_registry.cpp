@@ -43,6 +43,8 @@ constexpr OpInfo kOps[] = {
     {OpKind::Equal, "Equal", 2, 2, 1, 1, TC::Any, r::compare, true},
     {OpKind::Less, "Less", 2, 2, 1, 1, TC::Numeric, r::compare, true},
     {OpKind::Greater, "Greater", 2, 2, 1, 1, TC::Numeric, r::compare, true},
+    {OpKind::LessOrEqual, "LessOrEqual", 2, 2, 1, 1, TC::Numeric, r::compare, true},
+    {OpKind::GreaterOrEqual, "GreaterOrEqual", 2, 2, 1, 1, TC::Numeric, r::compare, true},
     {OpKind::Where, "Where", 3, 3, 1, 1, TC::Any, r::where, true},
     {OpKind::Max, "Max", 1, -1, 1, 1, TC::Numeric, r::variadic, true},
     {OpKind::Min, "Min", 1, -1, 1, 1, TC::Numeric, r::variadic, true},

@@ -19,7 +19,8 @@ enum class OpKind : uint8_t {
   Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Erf, Gelu, Sqrt,
   Reciprocal, Exp, Log, Abs, Neg, Identity, Clip, Cast,
   // Elementwise binary / ternary with broadcasting.
-  Add, Sub, Mul, Div, Pow, Equal, Less, Greater, Where,
+  Add, Sub, Mul, Div, Pow, Equal, Less, Greater, LessOrEqual, GreaterOrEqual,
+  Where,
   // Elementwise over any number of operands, with broadcasting.
   Max, Min, Sum, Mean,
   // Contractions and windows.

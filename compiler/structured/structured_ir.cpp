@@ -276,6 +276,8 @@ const char *scalarName(ScalarKind k) {
   case ScalarKind::CmpEq: return "cmpeq";
   case ScalarKind::CmpLt: return "cmplt";
   case ScalarKind::CmpGt: return "cmpgt";
+  case ScalarKind::CmpLe: return "cmple";
+  case ScalarKind::CmpGe: return "cmpge";
   case ScalarKind::Select: return "select";
   case ScalarKind::RoundEven: return "roundeven";
   case ScalarKind::AddSat: return "addsat";

@@ -66,7 +66,8 @@ OPS = {
     "DequantizeLinear": "dequantizelinear", "QLinearConv": "qlinearconv",
     "QLinearMatMul": "qlinearmatmul", "ConvInteger": "convinteger",
     "MatMulInteger": "matmulinteger", "Max": "max", "Min": "min", "Sum": "sum",
-    "Mean": "mean",
+    "Mean": "mean", "LessOrEqual": "less_equal",
+    "GreaterOrEqual": "greater_equal",
 }
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
 # which has no generator for it.
@@ -114,7 +115,8 @@ FAMILIES = {
               "Constant", "Identity"],
     "reduce": ["ReduceMean", "ReduceSum", "ReduceMax"],
     "resize": ["Resize"],
-    "logic": ["Cast", "Where", "Equal", "Less", "Greater"],
+    "logic": ["Cast", "Where", "Equal", "Less", "Greater", "LessOrEqual",
+              "GreaterOrEqual"],
     "quant": ["QuantizeLinear", "DequantizeLinear", "QLinearConv",
               "QLinearMatMul", "ConvInteger", "MatMulInteger"],
 }

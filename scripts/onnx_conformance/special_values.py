@@ -110,6 +110,15 @@ def cases():
                                [("a", a), ("b", b)],
                                [("y", _f32(ref, a, b))])))
 
+    # Comparisons: ordered, so every comparison with NaN is false (and
+    # -0 == 0).
+    for op, ref in (("Equal", np.equal), ("Less", np.less),
+                    ("Greater", np.greater), ("LessOrEqual", np.less_equal),
+                    ("GreaterOrEqual", np.greater_equal)):
+        node = helper.make_node(op, ["a", "b"], ["y"])
+        out.append((op, _model("osprey_special_%s_grid" % op.lower(), node,
+                               [("a", a), ("b", b)], [("y", ref(a, b))])))
+
     # Mean as the ONNX reference computes it: the sum in float32, then the
     # division (3e38 + 3e38 overflows to inf before it is halved).
     with np.errstate(all="ignore"):

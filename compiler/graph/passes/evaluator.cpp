@@ -105,6 +105,8 @@ bool isBroadcasting(OpKind k) {
   case OpKind::Equal:
   case OpKind::Less:
   case OpKind::Greater:
+  case OpKind::LessOrEqual:
+  case OpKind::GreaterOrEqual:
   case OpKind::Where:
     return true;
   default:
@@ -131,6 +133,10 @@ double applyBinary(OpKind k, double a, double b, bool isInt) {
     return a == b;
   case OpKind::Less:
     return a < b;
+  case OpKind::LessOrEqual:
+    return a <= b;
+  case OpKind::GreaterOrEqual:
+    return a >= b;
   default:
     return a > b; // Greater
   }

@@ -101,6 +101,10 @@ SK binaryKind(const Op &op) {
     return SK::CmpLt;
   case OpKind::Greater:
     return SK::CmpGt;
+  case OpKind::LessOrEqual:
+    return SK::CmpLe;
+  case OpKind::GreaterOrEqual:
+    return SK::CmpGe;
   default:
     return SK::Add;
   }

@@ -39,6 +39,8 @@ constexpr LoweringEntry kLowerings[] = {
     {OpKind::Equal, lowerBinary},
     {OpKind::Less, lowerBinary},
     {OpKind::Greater, lowerBinary},
+    {OpKind::LessOrEqual, lowerBinary},
+    {OpKind::GreaterOrEqual, lowerBinary},
     {OpKind::Where, lowerWhere},
     {OpKind::Max, lowerVariadic},
     {OpKind::Min, lowerVariadic},

@@ -1118,21 +1118,35 @@ private:
       }
       case ScalarKind::CmpEq:
       case ScalarKind::CmpLt:
-      case ScalarKind::CmpGt: {
+      case ScalarKind::CmpGt:
+      case ScalarKind::CmpLe:
+      case ScalarKind::CmpGe: {
         ty[i] = ElementType::Bool;
-        if (fp) {
-          v[i] = n.kind == ScalarKind::CmpEq   ? b_.CreateFCmpOEQ(a(0), a(1))
-                 : n.kind == ScalarKind::CmpLt ? b_.CreateFCmpOLT(a(0), a(1))
-                                               : b_.CreateFCmpOGT(a(0), a(1));
+        // Ordered float comparisons: false when either side is NaN.
+        using P = llvm::CmpInst::Predicate;
+        P fpred = P::FCMP_OEQ, ipred = P::ICMP_EQ;
+        switch (n.kind) {
+        case ScalarKind::CmpLt:
+          fpred = P::FCMP_OLT;
+          ipred = signedInt ? P::ICMP_SLT : P::ICMP_ULT;
+          break;
+        case ScalarKind::CmpGt:
+          fpred = P::FCMP_OGT;
+          ipred = signedInt ? P::ICMP_SGT : P::ICMP_UGT;
+          break;
+        case ScalarKind::CmpLe:
+          fpred = P::FCMP_OLE;
+          ipred = signedInt ? P::ICMP_SLE : P::ICMP_ULE;
+          break;
+        case ScalarKind::CmpGe:
+          fpred = P::FCMP_OGE;
+          ipred = signedInt ? P::ICMP_SGE : P::ICMP_UGE;
+          break;
+        default:
           break;
         }
-        llvm::CmpInst::Predicate pred =
-            n.kind == ScalarKind::CmpEq ? llvm::CmpInst::ICMP_EQ
-            : n.kind == ScalarKind::CmpLt
-                ? (signedInt ? llvm::CmpInst::ICMP_SLT : llvm::CmpInst::ICMP_ULT)
-                : (signedInt ? llvm::CmpInst::ICMP_SGT
-                             : llvm::CmpInst::ICMP_UGT);
-        v[i] = b_.CreateICmp(pred, a(0), a(1));
+        v[i] = fp ? b_.CreateFCmp(fpred, a(0), a(1))
+                  : b_.CreateICmp(ipred, a(0), a(1));
         break;
       }
       case ScalarKind::RoundEven:
