@@ -127,6 +127,7 @@ build_target() {
   local image elf budget
   for image in osprey_bare_metal_firmware osprey_bare_metal_embed \
       osprey_bare_metal_model_runner osprey_bare_metal_model_elf osprey_bare_metal_model_static \
+      osprey_bare_metal_model_elf_npu osprey_bare_metal_model_static_npu \
       osprey_rtos_platform_checks osprey_rtos_loader; do
     elf="$dir/bin/$image.elf"
     [[ -f "$elf" ]] || continue

@@ -16,7 +16,17 @@
 // cpu-sync, static and ELF loaders), and it runs the same module files as
 // the FreeRTOS loader (samples/rtos_loader).
 //
-// Exit code: 0 = output within tolerance; 1 = the runtime reported an error;
+// Built with OSPREY_MODEL_NPU (the _npu images, linking drivers/npu), the
+// image also creates an npu device beside cpu-sync when the module has an
+// npu-v1 executable (osprey-compile --accelerator=npu-v1:...): the HAL
+// module is bound to both, the program finds the NPU by format and checks
+// its memory, and the image prints the NPU's simulated cycles after the
+// run. The device is the simulator behind the driver, a fixed small
+// configuration (kNpu* below). Without OSPREY_MODEL_NPU such a module is
+// refused before it runs.
+//
+// Exit code: 0 = output within tolerance; 1 = the runtime reported an error
+// (or the module needs an NPU this image has not);
 // 2 = output mismatch; 4 = memory leaked; 8 = (static library) the module ran
 // although its library was not registered, or failed with a code other than
 // NOT_FOUND; 16 = (runner) bad command line or unreadable files.
@@ -42,6 +52,10 @@
 #include "vm/context.h"
 #include "vm/instance.h"
 #include "vm/value.h"
+
+#if OSPREY_MODEL_NPU
+#include "drivers/npu/npu_device.h"
+#endif
 
 #if OSPREY_MODEL_STATIC
 // The header osprey-compile wrote beside the object, named by the build.
@@ -114,6 +128,18 @@ ModelData g_model;
 #endif
 alignas(64) uint8_t g_heap[OSPREY_MODEL_HEAP_SIZE];
 
+// Executable format of the NPU's programs (osprey-compile --accelerator).
+constexpr char kNpuFormat[] = "npu-v1";
+#if OSPREY_MODEL_NPU
+// The NPU the image creates: 64 PEs, 256 KiB SRAM of which a quarter is the
+// pool for device-local buffers (what osprey-compile assumes by default, so
+// streams may address 192 KiB), 64 KiB weight memory. Its memories are
+// simulated in the arena, within the board's RAM.
+constexpr uint32_t kNpuPes = 64;
+constexpr uint64_t kNpuSramBytes = 256 * 1024;
+constexpr uint64_t kNpuWeightMemoryBytes = 64 * 1024;
+#endif
+
 void PrintLog(void*, osprey::LogLevel level, const char* message) {
   printf("[osprey %d] %s\n", static_cast<int>(level), message);
 }
@@ -165,12 +191,60 @@ size_t Compare(std::span<const float> actual, bool inject_failure) {
   return mismatches;
 }
 
+// True when |module| carries an executable for the NPU.
+bool NeedsNpu(const vm::BytecodeModule& module) {
+  for (uint32_t i = 0; i < module.executable_count(); ++i) {
+    if (strcmp(module.executable(i).format, kNpuFormat) == 0) return true;
+  }
+  return false;
+}
+
+#if OSPREY_MODEL_NPU
+StatusOr<ref_ptr<osprey::drivers::npu::NpuDevice>> CreateNpuDevice(osprey::Allocator* allocator) {
+  osprey::drivers::npu::NpuDeviceOptions options;
+  options.hardware.pe_count = kNpuPes;
+  options.hardware.sram_bytes = kNpuSramBytes;
+  options.hardware.weight_memory_bytes = kNpuWeightMemoryBytes;
+  options.sram_pool_bytes = kNpuSramBytes / 4;
+  return osprey::drivers::npu::NpuDevice::Create(options, allocator);
+}
+
+// Prints the NPU's counters for every job run so far.
+void PrintNpuCounters(hal::Device* npu) {
+  const char* keys[] = {"npu.total_cycles", "npu.compute_cycles", "npu.dma_cycles", "npu.macs"};
+  printf("npu (%u PEs, %u KiB SRAM, %u KiB weight memory), %d run(s):",
+         static_cast<unsigned>(kNpuPes), static_cast<unsigned>(kNpuSramBytes / 1024),
+         static_cast<unsigned>(kNpuWeightMemoryBytes / 1024), g_runs);
+  for (const char* key : keys) {
+    StatusOr<int64_t> value = npu->QueryI64(key);
+    if (value.ok()) printf(" %s=%lld", key, static_cast<long long>(*value));
+  }
+  printf("\n");
+}
+#endif
+
 // Loads the module on a cpu-sync device whose static loader knows
-// |libraries| (borrowed), runs main on the input (g_runs times) and checks
-// the last output.
+// |libraries| (borrowed), plus an npu device when the module has NPU
+// executables (OSPREY_MODEL_NPU), runs main on the input (g_runs times) and
+// checks the last output.
 // Returns the exit-code bits; on kRuntimeError g_last_error holds the code.
 int RunModel(osprey::Allocator* allocator, const hal::local::StaticLibraryRegistry* libraries,
              bool inject_failure) {
+  StatusOr<ref_ptr<vm::BytecodeModule>> module = vm::BytecodeModule::Load(
+      std::span<const uint8_t>(g_model.module, g_model.module_size), nullptr, allocator);
+  if (!module.ok()) {
+    PrintStatus("loading the module", module.status());
+    return kRuntimeError;
+  }
+  const bool needs_npu = NeedsNpu(**module);
+#if !OSPREY_MODEL_NPU
+  if (needs_npu) {
+    printf("error: the module has %s executables; this image has no NPU driver "
+           "(the _npu images do)\n", kNpuFormat);
+    g_last_error = osprey::StatusCode::kNotFound;
+    return kRuntimeError;
+  }
+#endif
   osprey::drivers::cpu_sync::CpuSyncDeviceOptions device_options;
   device_options.static_libraries = libraries;
   device_options.local_memory_size = 0;
@@ -197,15 +271,24 @@ int RunModel(osprey::Allocator* allocator, const hal::local::StaticLibraryRegist
     PrintStatus("registering HAL types", status);
     return kRuntimeError;
   }
-  StatusOr<ref_ptr<vm::Module>> hal = hal_module::CreateModule(*device, allocator);
+  // The session's devices: cpu-sync first (the default device), then the
+  // NPU the program selects by format.
+  ref_ptr<hal::Device> devices[2] = {*device, nullptr};
+  size_t device_count = 1;
+#if OSPREY_MODEL_NPU
+  if (needs_npu) {
+    StatusOr<ref_ptr<osprey::drivers::npu::NpuDevice>> npu = CreateNpuDevice(allocator);
+    if (!npu.ok()) {
+      PrintStatus("creating the npu device", npu.status());
+      return kRuntimeError;
+    }
+    devices[device_count++] = std::move(*npu);
+  }
+#endif
+  StatusOr<ref_ptr<vm::Module>> hal = hal_module::CreateModule(
+      std::span<const ref_ptr<hal::Device>>(devices, device_count), allocator);
   if (!hal.ok()) {
     PrintStatus("creating the hal module", hal.status());
-    return kRuntimeError;
-  }
-  StatusOr<ref_ptr<vm::BytecodeModule>> module = vm::BytecodeModule::Load(
-      std::span<const uint8_t>(g_model.module, g_model.module_size), nullptr, allocator);
-  if (!module.ok()) {
-    PrintStatus("loading the module", module.status());
     return kRuntimeError;
   }
   vm::Module* modules[] = {hal->get(), module->get()};
@@ -264,6 +347,9 @@ int RunModel(osprey::Allocator* allocator, const hal::local::StaticLibraryRegist
     PrintStatus("calling main", status);
     return kRuntimeError;
   }
+#if OSPREY_MODEL_NPU
+  if (device_count > 1) PrintNpuCounters(devices[1].get());
+#endif
   hal::BufferView* output = results[0].ref.As<hal::BufferView>(&hal_module::kBufferViewType);
   if (!output) {
     printf("error: main did not return a buffer view\n");

@@ -134,6 +134,7 @@ SYMBOL_COMPONENTS = [(label, re.compile(pattern)) for label, pattern in [
     ("HAL (buffers, command buffers, validation)", r"^osprey::hal::"),
     ("cpu-sync driver", r"^osprey::drivers::cpu_sync::"),
     ("cpu-task driver + task executor", r"^osprey::(drivers::cpu_task|task)::"),
+    ("simulated NPU driver", r"^osprey::drivers::npu::"),
     ("embedding API + driver registry", r"^(osprey::(embed|drivers)::|osprey_)"),
     ("platform checks", r"^osprey::platform::(\(anonymous namespace\)::Check|RunPlatformChecks)"),
     ("base (status, allocators, platform)", r"^osprey::"),
