@@ -50,6 +50,10 @@ constexpr OpInfo kOps[] = {
     {OpKind::Min, "Min", 1, -1, 1, 1, TC::Numeric, r::variadic, true},
     {OpKind::Sum, "Sum", 1, -1, 1, 1, TC::Numeric, r::variadic, true},
     {OpKind::Mean, "Mean", 1, -1, 1, 1, TC::Float, r::variadic, true},
+    {OpKind::And, "And", 2, 2, 1, 1, TC::Bool, r::broadcast, true},
+    {OpKind::Or, "Or", 2, 2, 1, 1, TC::Bool, r::broadcast, true},
+    {OpKind::Xor, "Xor", 2, 2, 1, 1, TC::Bool, r::broadcast, true},
+    {OpKind::Not, "Not", 1, 1, 1, 1, TC::Bool, r::sameAsFirst, true},
     // Contractions and windows.
     {OpKind::Conv, "Conv", 2, 3, 1, 1, TC::Float, r::conv, false},
     {OpKind::ConvTranspose, "ConvTranspose", 2, 3, 1, 1, TC::Float, r::convTranspose, false},

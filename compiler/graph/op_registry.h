@@ -23,6 +23,8 @@ enum class OpKind : uint8_t {
   Where,
   // Elementwise over any number of operands, with broadcasting.
   Max, Min, Sum, Mean,
+  // Logic on bool tensors (And, Or, Xor broadcast).
+  And, Or, Xor, Not,
   // Contractions and windows.
   Conv, ConvTranspose, Gemm, MatMul, MaxPool, AveragePool, GlobalAveragePool,
   // Normalizations and reductions.
@@ -45,6 +47,7 @@ enum class TypeConstraint : uint8_t {
   Any,     // any element type
   Float,   // f16/bf16/f32/f64
   Numeric, // float or integer (not bool)
+  Bool,    // i1 only (And, Or, Xor, Not)
 };
 
 // Computes result types of |op| from its operand types, attributes and the

@@ -139,7 +139,9 @@ absl::Status verifyGraph(const Graph &graph) {
       bool ok = info->constraint == TypeConstraint::Any ||
                 (info->constraint == TypeConstraint::Float && isFloatType(et)) ||
                 (info->constraint == TypeConstraint::Numeric &&
-                 et != ElementType::Bool);
+                 et != ElementType::Bool) ||
+                (info->constraint == TypeConstraint::Bool &&
+                 et == ElementType::Bool);
       if (!ok) {
         return op.emitError("element type " + elementTypeName(et).str() +
                             " is not supported");

@@ -67,7 +67,8 @@ OPS = {
     "QLinearMatMul": "qlinearmatmul", "ConvInteger": "convinteger",
     "MatMulInteger": "matmulinteger", "Max": "max", "Min": "min", "Sum": "sum",
     "Mean": "mean", "LessOrEqual": "less_equal",
-    "GreaterOrEqual": "greater_equal",
+    "GreaterOrEqual": "greater_equal", "And": "and", "Or": "or", "Xor": "xor",
+    "Not": "not",
 }
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
 # which has no generator for it.
@@ -116,7 +117,7 @@ FAMILIES = {
     "reduce": ["ReduceMean", "ReduceSum", "ReduceMax"],
     "resize": ["Resize"],
     "logic": ["Cast", "Where", "Equal", "Less", "Greater", "LessOrEqual",
-              "GreaterOrEqual"],
+              "GreaterOrEqual", "And", "Or", "Xor", "Not"],
     "quant": ["QuantizeLinear", "DequantizeLinear", "QLinearConv",
               "QLinearMatMul", "ConvInteger", "MatMulInteger"],
 }

@@ -145,6 +145,29 @@ absl::Status lowerVariadic(LoweringContext &ctx, const Op &op) {
   return ctx.elementwise(op, op.result(), std::move(inputs), std::move(b));
 }
 
+// Logic on bool (i1) values: And and Or are the minimum and maximum of
+// unsigned bits, Xor is inequality (equality compared with false), Not is
+// equality with false.
+absl::Status lowerLogic(LoweringContext &ctx, const Op &op) {
+  ScalarBody b;
+  const OpKind kind = op.info()->kind;
+  unsigned x = b.input(0);
+  std::vector<const Value *> inputs = {op.operand(0)};
+  unsigned r = 0;
+  if (kind == OpKind::Not) {
+    r = b.binary(SK::CmpEq, x, b.constant(0));
+  } else {
+    unsigned y = b.input(1);
+    inputs.push_back(op.operand(1));
+    r = kind == OpKind::And  ? b.binary(SK::Min, x, y)
+        : kind == OpKind::Or ? b.binary(SK::Max, x, y)
+                             : b.binary(SK::CmpEq, b.binary(SK::CmpEq, x, y),
+                                        b.constant(0));
+  }
+  b.yield(r);
+  return ctx.elementwise(op, op.result(), std::move(inputs), std::move(b));
+}
+
 absl::Status lowerWhere(LoweringContext &ctx, const Op &op) {
   const Value *cond = op.operand(0);
   std::optional<std::vector<int64_t>> mask;

@@ -14,6 +14,7 @@ namespace osprey::compiler::structured::lowering {
 OSPREY_LOWERING(lowerUnary)
 OSPREY_LOWERING(lowerBinary)
 OSPREY_LOWERING(lowerVariadic)
+OSPREY_LOWERING(lowerLogic)
 OSPREY_LOWERING(lowerWhere)
 OSPREY_LOWERING(lowerClip)
 OSPREY_LOWERING(lowerExpand)

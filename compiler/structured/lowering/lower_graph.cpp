@@ -46,6 +46,10 @@ constexpr LoweringEntry kLowerings[] = {
     {OpKind::Min, lowerVariadic},
     {OpKind::Sum, lowerVariadic},
     {OpKind::Mean, lowerVariadic},
+    {OpKind::And, lowerLogic},
+    {OpKind::Or, lowerLogic},
+    {OpKind::Xor, lowerLogic},
+    {OpKind::Not, lowerLogic},
     {OpKind::Clip, lowerClip},
     {OpKind::Expand, lowerExpand},
     // Convolutions and pools.
