@@ -21,15 +21,19 @@ enum class OpKind : uint8_t {
   // Elementwise binary / ternary with broadcasting.
   Add, Sub, Mul, Div, Pow, Equal, Less, Greater, LessOrEqual, GreaterOrEqual,
   Where,
-  // Elementwise over any number of operands, with broadcasting.
-  Max, Min, Sum, Mean,
+  // Elementwise over any number of operands, with broadcasting (the importer
+  // writes ONNX Sum and Mean as chains of Add).
+  Max, Min,
   // Logic on bool tensors (And, Or, Xor broadcast).
   And, Or, Xor, Not,
   // Contractions and windows.
   Conv, ConvTranspose, Gemm, MatMul, MaxPool, AveragePool, GlobalAveragePool,
   // Normalizations and reductions.
   BatchNormalization, LayerNormalization, Softmax, ReduceMean, ReduceSum,
-  ReduceMax,
+  ReduceMax, LogSoftmax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+  ReduceSumSquare,
+  // Elementwise activations with parameters.
+  PRelu, Elu, Selu, Softsign, Softplus,
   // Data movement.
   Flatten, Reshape, Transpose, Concat, Split, Slice, Squeeze, Unsqueeze, Gather,
   Pad, Expand, Resize, Shape, Constant,

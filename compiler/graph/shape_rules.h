@@ -12,7 +12,7 @@ OSPREY_SHAPE_RULE(sameAsFirst)
 OSPREY_SHAPE_RULE(broadcast)
 OSPREY_SHAPE_RULE(compare)
 OSPREY_SHAPE_RULE(where)
-OSPREY_SHAPE_RULE(variadic) // Max, Min, Sum, Mean: N operands broadcast together
+OSPREY_SHAPE_RULE(variadic) // Max, Min: N operands broadcast together
 OSPREY_SHAPE_RULE(cast)
 OSPREY_SHAPE_RULE(constant)
 OSPREY_SHAPE_RULE(conv)

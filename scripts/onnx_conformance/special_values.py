@@ -70,6 +70,13 @@ def _unary_refs():
         "HardSwish": ({}, lambda v: v * clip01(v / 6.0 + 0.5)),
         "Tanh": ({}, np.tanh),
         "Erf": ({}, _erf),
+        "Elu": ({}, lambda v: np.where(v < 0, np.exp(v) - 1.0, v)),
+        "Selu": ({}, lambda v: 1.0507009873554804934193349852946 * np.where(
+            v > 0, v, 1.6732632423543772848170429916717 * np.exp(v) -
+            1.6732632423543772848170429916717)),
+        "Softsign": ({}, lambda v: v / (1.0 + np.abs(v))),
+        # The value, not float32's overflow of e^x: softplus(100) = 100.
+        "Softplus": ({}, lambda v: np.logaddexp(0.0, v)),
     }
 
 
@@ -118,6 +125,13 @@ def cases():
         node = helper.make_node(op, ["a", "b"], ["y"])
         out.append((op, _model("osprey_special_%s_grid" % op.lower(), node,
                                [("a", a), ("b", b)], [("y", ref(a, b))])))
+
+    # PRelu with a slope per element (negative, zero, NaN slopes too).
+    slope = SPECIALS[::-1].reshape(1, -1).copy()
+    node = helper.make_node("PRelu", ["x", "slope"], ["y"])
+    out.append(("PRelu", _model(
+        "osprey_special_prelu", node, [("x", x), ("slope", slope)],
+        [("y", _f32(lambda v, s: np.where(v < 0, s * v, v), x, slope))])))
 
     # Mean as the ONNX reference computes it: the sum in float32, then the
     # division (3e38 + 3e38 overflows to inf before it is halved).

@@ -40,6 +40,23 @@ constexpr int64_t kMaxOpset = 21;
 // Add).
 const char *const kRewrittenOps[] = {"Dropout", "Sum", "Mean"};
 
+// Reductions whose axes moved from an attribute to an input in opset 18
+// (ReduceSum's moved in opset 13).
+bool axesBecameInputAt18(OpKind kind) {
+  switch (kind) {
+  case OpKind::ReduceMean:
+  case OpKind::ReduceMax:
+  case OpKind::ReduceMin:
+  case OpKind::ReduceProd:
+  case OpKind::ReduceL1:
+  case OpKind::ReduceL2:
+  case OpKind::ReduceSumSquare:
+    return true;
+  default:
+    return false;
+  }
+}
+
 // ONNX op types accepted by the importer: the graph op kinds, which carry
 // the ONNX names (opset-18 operand order), and kRewrittenOps.
 bool isSupported(const std::string &opType) {
@@ -433,6 +450,11 @@ private:
         {"Resize", "keep_aspect_ratio_policy", 18},
         {"ReduceMean", "noop_with_empty_axes", 18},
         {"ReduceMax", "noop_with_empty_axes", 18},
+        {"ReduceMin", "noop_with_empty_axes", 18},
+        {"ReduceProd", "noop_with_empty_axes", 18},
+        {"ReduceL1", "noop_with_empty_axes", 18},
+        {"ReduceL2", "noop_with_empty_axes", 18},
+        {"ReduceSumSquare", "noop_with_empty_axes", 18},
         {"AveragePool", "dilations", 19},
         {"Cast", "saturate", 19},
         {"QuantizeLinear", "saturate", 19},
@@ -461,10 +483,10 @@ private:
     }
     for (const auto &a : node.attribute()) {
       auto it = schema->attributes().find(a.name());
-      // Opset 18 moved ReduceMean/ReduceMax axes to an input; libonnx's
+      // Opset 18 moved the reductions' axes to an input; libonnx's
       // newest schema for them is still the opset-13 one.
-      bool removed = opset_ >= 18 && a.name() == "axes" &&
-                     (kind == OpKind::ReduceMean || kind == OpKind::ReduceMax);
+      bool removed = opset_ >= 18 && a.name() == "axes" && kind &&
+                     axesBecameInputAt18(*kind);
       if (it == schema->attributes().end() || removed) {
         if (isNewerAttribute(node.op_type(), a.name())) {
           continue;
@@ -725,7 +747,8 @@ private:
   // reshapes around it.
   absl::Status importCoercedSoftmax(const onnx::NodeProto &node, int index,
                                     std::vector<Value *> &operands,
-                                    std::map<std::string, Attribute> &attrs) {
+                                    std::map<std::string, Attribute> &attrs,
+                                    const char *kindName) {
     std::string name = nodeName(node, index);
     if (operands.size() != 1 || !operands[0]) {
       return nodeError(node, index, "expected 1 operand");
@@ -749,14 +772,15 @@ private:
     Value *result;
     if (type.hasRank() && axis == type.rank() - 1) {
       COMPILER_ASSIGN_OR_RETURN(
-          Op * sm, addTypedOp("Softmax", {x}, {{"axis", Attribute(axis)}},
+          Op * sm, addTypedOp(kindName, {x}, {{"axis", Attribute(axis)}},
                               name, node.output(0)));
       result = sm->result();
     } else {
       if (!type.hasStaticShape()) {
         return unimplemented(node, index,
                              "opset-" + std::to_string(opset_) +
-                                 " Softmax over several axes needs a static "
+                                 " " + kindName +
+                                 " over several axes needs a static "
                                  "input shape");
       }
       int64_t outer = 1, inner = 1;
@@ -767,7 +791,7 @@ private:
           Op * rows, addTypedOp("Reshape", {x, constInts({outer, inner}, name)},
                                 {}, name, ""));
       COMPILER_ASSIGN_OR_RETURN(
-          Op * sm, addTypedOp("Softmax", {rows->result()},
+          Op * sm, addTypedOp(kindName, {rows->result()},
                               {{"axis", Attribute(int64_t{1})}}, name, ""));
       COMPILER_ASSIGN_OR_RETURN(
           Op * back,
@@ -1077,8 +1101,7 @@ private:
       attrToInput("split", 1);
     } else if (kind == OpKind::ReduceSum && opset_ < 13) {
       attrToInput("axes", 1);
-    } else if ((kind == OpKind::ReduceMean || kind == OpKind::ReduceMax) &&
-               opset_ < 18) {
+    } else if (kind && axesBecameInputAt18(*kind) && opset_ < 18) {
       attrToInput("axes", 1);
     } else if (kind == OpKind::Cast) {
       auto it = attrs.find("to");
@@ -1092,8 +1115,11 @@ private:
                              std::to_string(it->second.getInt()));
       }
       it->second = Attribute(graph::elementTypeName(*et).str());
-    } else if (kind == OpKind::Softmax && opset_ < 13) {
-      return importCoercedSoftmax(node, index, operands, attrs);
+    } else if ((kind == OpKind::Softmax || kind == OpKind::LogSoftmax) &&
+               opset_ < 13) {
+      return importCoercedSoftmax(node, index, operands, attrs,
+                                  kind == OpKind::Softmax ? "Softmax"
+                                                          : "LogSoftmax");
     } else if (kind == OpKind::QuantizeLinear ||
                kind == OpKind::DequantizeLinear) {
       COMPILER_RETURN_IF_ERROR(

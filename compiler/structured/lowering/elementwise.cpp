@@ -77,6 +77,38 @@ ScalarBody unaryBody(const Op &op) {
   case OpKind::Cast:
     r = b.cast(x, op.result()->type().elementType());
     break;
+  // As the ONNX definitions write them (NaN stays NaN: the comparisons are
+  // false and the other side computes NaN).
+  case OpKind::Elu: {
+    double alpha = op.getFloat("alpha", 1.0);
+    unsigned neg = b.binary(SK::Mul, c(alpha),
+                            b.binary(SK::Sub, b.unary(SK::Exp, x), c(1)));
+    r = b.select(b.binary(SK::CmpLt, x, c(0)), neg, x);
+    break;
+  }
+  case OpKind::Selu: {
+    double alpha = op.getFloat("alpha", 1.67326319217681884765625);
+    double gamma = op.getFloat("gamma", 1.05070102214813232421875);
+    unsigned neg = b.binary(SK::Sub, b.binary(SK::Mul, c(alpha),
+                                              b.unary(SK::Exp, x)),
+                            c(alpha));
+    r = b.binary(SK::Mul, c(gamma),
+                 b.select(b.binary(SK::CmpGt, x, c(0)), x, neg));
+    break;
+  }
+  case OpKind::Softsign:
+    r = b.binary(SK::Div, x, b.binary(SK::Add, c(1), b.unary(SK::Abs, x)));
+    break;
+  case OpKind::Softplus:
+    // log(1 + e^x) as max(x, 0) + log(1 + e^-|x|): no overflow for large x
+    // (softplus(100) is 100, not inf).
+    r = b.binary(SK::Add, b.binary(SK::Max, x, c(0)),
+                 b.unary(SK::Log,
+                         b.binary(SK::Add, c(1),
+                                  b.unary(SK::Exp,
+                                          b.unary(SK::Neg,
+                                                  b.unary(SK::Abs, x))))));
+    break;
   default:
     break;
   }
@@ -123,14 +155,10 @@ absl::Status lowerBinary(LoweringContext &ctx, const Op &op) {
                          std::move(b));
 }
 
-// Max, Min, Sum: the operands folded left to right (as ONNX Runtime and the
-// reference do); Mean divides that sum by the operand count. One operand is
-// a copy.
+// Max, Min: the operands folded left to right (as the ONNX reference does).
+// One operand is a copy.
 absl::Status lowerVariadic(LoweringContext &ctx, const Op &op) {
-  const OpKind kind = op.info()->kind;
-  const SK combine = kind == OpKind::Max   ? SK::Max
-                     : kind == OpKind::Min ? SK::Min
-                                           : SK::Add;
+  const SK combine = op.info()->kind == OpKind::Max ? SK::Max : SK::Min;
   ScalarBody b;
   unsigned r = b.input(0);
   std::vector<const Value *> inputs = {op.operand(0)};
@@ -138,11 +166,18 @@ absl::Status lowerVariadic(LoweringContext &ctx, const Op &op) {
     r = b.binary(combine, r, b.input(i));
     inputs.push_back(op.operand(i));
   }
-  if (kind == OpKind::Mean && op.numOperands() > 1) {
-    r = b.binary(SK::Div, r, b.constant(double(op.numOperands())));
-  }
   b.yield(r);
   return ctx.elementwise(op, op.result(), std::move(inputs), std::move(b));
+}
+
+// PRelu: x where x >= 0, slope * x below (slope broadcast to x).
+absl::Status lowerPRelu(LoweringContext &ctx, const Op &op) {
+  ScalarBody b;
+  unsigned x = b.input(0);
+  b.yield(b.select(b.binary(SK::CmpLt, x, b.constant(0)),
+                   b.binary(SK::Mul, b.input(1), x), x));
+  return ctx.elementwise(op, op.result(), {op.operand(0), op.operand(1)},
+                         std::move(b));
 }
 
 // Logic on bool (i1) values: And and Or are the minimum and maximum of

@@ -37,11 +37,79 @@ absl::Status lowerReduce(LoweringContext &ctx, const Op &op) {
                     std::max<int64_t>(1, op.result()->type().numElements());
     return ctx.scaleInto(op, sum, 1.0 / count);
   }
-  bool isMax = op.is(OpKind::ReduceMax);
-  return ctx
-      .reduce(op, x, reduced, keep, isMax ? SK::Max : SK::Add,
-              isMax ? -INFINITY : 0.0, false, "", op.result())
+  if (op.is(OpKind::ReduceL1)) {
+    ScalarBody abs;
+    abs.yield(abs.unary(SK::Abs, abs.input(0)));
+    COMPILER_ASSIGN_OR_RETURN(
+        unsigned a, ctx.elementwiseTemp(op, in, {x}, std::move(abs), "_abs"));
+    return ctx.reduce(op, a, reduced, keep, SK::Add, 0.0, false, "",
+                      op.result())
+        .status();
+  }
+  if (op.is(OpKind::ReduceL2)) {
+    COMPILER_ASSIGN_OR_RETURN(
+        unsigned sq,
+        ctx.reduce(op, x, reduced, keep, SK::Add, 0.0, true, "_sumsq"));
+    const TensorType &t = op.result()->type();
+    StructuredOp s = LoweringContext::parallelOp(op, t.dims());
+    s.inputs.push_back({sq, AffineMap::identity(t.rank())});
+    s.body.yield(s.body.unary(SK::Sqrt, s.body.input(0)));
+    return ctx.emit(std::move(s), op.result());
+  }
+  SK combine = SK::Add;
+  double init = 0.0;
+  bool square = false;
+  switch (op.info()->kind) {
+  case OpKind::ReduceMax:
+    combine = SK::Max;
+    init = -INFINITY;
+    break;
+  case OpKind::ReduceMin:
+    combine = SK::Min;
+    init = INFINITY;
+    break;
+  case OpKind::ReduceProd:
+    combine = SK::Mul;
+    init = 1.0;
+    break;
+  case OpKind::ReduceSumSquare:
+    square = true;
+    break;
+  default: // ReduceSum
+    break;
+  }
+  return ctx.reduce(op, x, reduced, keep, combine, init, square, "",
+                    op.result())
       .status();
+}
+
+// logsoftmax(x) = (x - max) - log(sum(exp(x - max))) along the axis.
+absl::Status lowerLogSoftmax(LoweringContext &ctx, const Op &op) {
+  const TensorType &t = op.result()->type();
+  int64_t axis = op.getInt("axis", -1);
+  axis = axis < 0 ? axis + t.rank() : axis;
+  std::vector<bool> reduced(t.rank(), false);
+  reduced[axis] = true;
+  COMPILER_ASSIGN_OR_RETURN(unsigned x, ctx.tensorFor(op.operand(0)));
+  COMPILER_ASSIGN_OR_RETURN(
+      unsigned mx,
+      ctx.reduce(op, x, reduced, true, SK::Max, -INFINITY, false, "_max"));
+  ScalarBody eb;
+  eb.yield(eb.unary(SK::Exp, eb.binary(SK::Sub, eb.input(0), eb.input(1))));
+  COMPILER_ASSIGN_OR_RETURN(
+      unsigned e, ctx.elementwiseTemp(op, t, {x, mx}, std::move(eb), "_exp"));
+  COMPILER_ASSIGN_OR_RETURN(
+      unsigned sum,
+      ctx.reduce(op, e, reduced, true, SK::Add, 0, false, "_sum"));
+  unsigned n = t.rank();
+  StructuredOp s = LoweringContext::parallelOp(op, t.dims());
+  s.inputs.push_back({x, AffineMap::identity(n)});
+  s.inputs.push_back({mx, broadcastMap(ctx.type(mx).dims(), t.dims(), n)});
+  s.inputs.push_back({sum, broadcastMap(ctx.type(sum).dims(), t.dims(), n)});
+  s.body.yield(s.body.binary(
+      SK::Sub, s.body.binary(SK::Sub, s.body.input(0), s.body.input(1)),
+      s.body.unary(SK::Log, s.body.input(2))));
+  return ctx.emit(std::move(s), op.result());
 }
 
 // softmax(x) = exp(x - max) / sum(exp(x - max)) along the axis.
