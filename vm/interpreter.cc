@@ -173,6 +173,12 @@ OSPREY_ATTRIBUTE_NOINLINE Status ListSet(const Ref& ref, int32_t index, Value va
   List* list;
   OSPREY_RETURN_IF_ERROR(GetList(ref, &list));
   if (index < 0) return OutOfRangeError("list index %d is negative", index);
+  // Reference counting cannot free a cycle, and lists are the only objects
+  // bytecode can make hold arbitrary refs: a list holding a list (itself, or
+  // one that holds it) would leak both, with the context's memory budget.
+  if (value.type == ValueType::kRef && value.ref.type() == List::type()) {
+    return InvalidArgumentError("list element %d: a list cannot hold a list", index);
+  }
   return list->Set(size_t(index), std::move(value));
 }
 

@@ -134,6 +134,7 @@ const char* FaultKindName(FaultKind kind) {
     case FaultKind::kUnmappedAccess: return "unmapped system memory";
     case FaultKind::kAccessViolation: return "access violation";
     case FaultKind::kHazard: return "hazard";
+    case FaultKind::kParameterValue: return "parameter value out of range";
   }
   return "?";
 }
@@ -338,6 +339,24 @@ struct Simulator::Run {
     return CheckLocal(space, addr, bytes, what) && CheckHazard(space, addr, bytes, true, what);
   }
 
+  // The per-channel parameters at |addr| (in bounds): requantization is
+  // defined for multipliers 0..2^31-1 and shifts -31..30 (docs/npu.md), the
+  // same ranges the OUT_MULT/OUT_SHIFT registers take.
+  bool CheckQparams(uint64_t addr, uint64_t count) {
+    const uint8_t* q = sim->weights_ + addr;
+    for (uint64_t c = 0; c < count; ++c, q += sizeof(npu_qparam_t)) {
+      const int32_t multiplier = LoadI32(q + 4), shift = LoadI32(q + 8);
+      if (multiplier < 0 || shift < -31 || shift > 30) {
+        return Fail(FaultKind::kParameterValue,
+                    "qparam of channel %llu at weight memory 0x%llx: multiplier %ld, shift %ld "
+                    "(ranges 0..2^31-1 and -31..30)",
+                    static_cast<unsigned long long>(c), static_cast<unsigned long long>(addr),
+                    static_cast<long>(multiplier), static_cast<long>(shift));
+      }
+    }
+    return true;
+  }
+
   void AddComputePending(uint64_t addr, uint64_t bytes) {
     if (compute_pending_count == kMaxOutstandingDma) {
       // Conservative: merge into the last entry's bounding range.
@@ -442,7 +461,8 @@ bool Simulator::Run::ConvLike() {
   const uint64_t wgt_addr = U(NPU_REG_WGT_ADDR), q_addr = U(NPU_REG_QPARAM_ADDR);
   const uint64_t wgt_bytes = depthwise ? kh * kw * ic : oc * kh * kw * ic;
   if (!pool && (!CheckOperand(kWeights, wgt_addr, wgt_bytes, "weights") ||
-                !CheckOperand(kWeights, q_addr, oc * sizeof(npu_qparam_t), "qparams"))) {
+                !CheckOperand(kWeights, q_addr, oc * sizeof(npu_qparam_t), "qparams") ||
+                (requant && !CheckQparams(q_addr, oc)))) {
     return false;
   }
 
@@ -551,7 +571,8 @@ bool Simulator::Run::MatMul() {
   if (!CheckOperand(kSram, in_addr, in_bytes, "IFM") ||
       !CheckOperand(kSram, out_addr, out_bytes, "OFM") ||
       !CheckOperand(kWeights, wgt_addr, n * k, "weights") ||
-      !CheckOperand(kWeights, q_addr, n * sizeof(npu_qparam_t), "qparams")) {
+      !CheckOperand(kWeights, q_addr, n * sizeof(npu_qparam_t), "qparams") ||
+      (requant && !CheckQparams(q_addr, n))) {
     return false;
   }
   if (in_addr < out_addr + out_bytes && out_addr < in_addr + in_bytes) {
@@ -656,7 +677,8 @@ bool Simulator::Run::Binary() {
   if (!CheckOperand(kSram, a_addr, count * in_size, "IFM") ||
       (!scalar && !CheckOperand(kSram, b_addr, count * in_size, "IFM2")) ||
       !CheckOperand(kSram, out_addr, count * out_size, "OFM") ||
-      (requant && !CheckOperand(kWeights, q_addr, channels * sizeof(npu_qparam_t), "qparams"))) {
+      (requant && (!CheckOperand(kWeights, q_addr, channels * sizeof(npu_qparam_t), "qparams") ||
+                   !CheckQparams(q_addr, channels)))) {
     return false;
   }
   // In place is fine when the element sizes match and the addresses agree.

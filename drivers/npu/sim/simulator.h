@@ -90,6 +90,7 @@ enum class FaultKind : uint8_t {
   kUnmappedAccess,     // DMA to system memory with no window.
   kAccessViolation,    // DMA through a window lacking read/write access.
   kHazard,             // Data used before a SYNC made it valid.
+  kParameterValue,     // A per-channel multiplier or shift outside its range.
 };
 const char* FaultKindName(FaultKind kind);
 

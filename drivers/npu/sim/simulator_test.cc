@@ -696,6 +696,36 @@ TEST(SimulatorFaultTest, SramAndWeightMemoryOutOfBounds) {
   EXPECT_EQ(f.kind, FaultKind::kInvalidGeometry);
 }
 
+// Per-channel parameters are data (weight memory), not registers: a shift
+// or multiplier outside the requantization's ranges is a fault, not
+// undefined arithmetic (a fuzzer found a shift of 84215045).
+TEST(SimulatorFaultTest, QparamsOutOfRange) {
+  for (auto [mult, shift] : {std::pair<int32_t, int32_t>{1 << 30, 84215045},
+                             {1 << 30, -32}, {1 << 30, 31}, {-1, 0}}) {
+    std::vector<int32_t> bias = {0, 0}, mults = {1 << 30, mult}, shifts = {0, shift};
+    std::vector<uint8_t> w_mem(16, 1);
+    auto q = PackQParams(bias, mults, shifts);
+    w_mem.insert(w_mem.end(), q.begin(), q.end());
+    std::vector<uint8_t> in_mem(8, 3), out_mem(2);
+    for (bool matmul : {false, true}) {
+      StreamBuilder b;
+      b.DmaRead(0, 0, 0, uint32_t(in_mem.size()));
+      b.DmaRead(1, 0, 0, uint32_t(w_mem.size()), 1, 0, 0, true);
+      b.Op(NPU_OP_SYNC);
+      b.Ifm(0, 1, 1, 8).Ofm(4096, 1, 1, 2).Set(NPU_REG_QPARAM_ADDR, 16);
+      b.Op(matmul ? NPU_OP_MAT_MUL : NPU_OP_CONV, NPU_FLAG_REQUANT).Op(NPU_OP_SYNC);
+      b.DmaWrite(2, 0, 4096, 2);
+      TestDevice dev;
+      Fault f;
+      Status s = dev.Run(b, {{&in_mem, kRO}, {&w_mem, kRO}, {&out_mem, kRW}}, nullptr, &f);
+      EXPECT_FALSE(s.ok()) << "shift " << shift << ", multiplier " << mult;
+      EXPECT_EQ(f.kind, FaultKind::kParameterValue) << s.message();
+      EXPECT_NE(std::string(s.message()).find("qparam of channel 1"), std::string::npos)
+          << s.message();
+    }
+  }
+}
+
 TEST(SimulatorFaultTest, UnmappedAndReadOnlyDma) {
   std::vector<uint8_t> ro(256, 1), rw(256, 2);
   TestDevice dev;
