@@ -945,7 +945,9 @@ dispatch_unchecked:
     int64_t offset = rl[R(3)];
     int64_t length = rl[R(5)];
     TRY(buffer->CheckWritableRange(offset, length));
-    memset(buffer->mutable_data() + offset, uint8_t(ri[R(7)]), size_t(length));
+    // An empty buffer may have no storage: memset/memmove of a null pointer
+    // is undefined even for zero bytes.
+    if (length > 0) memset(buffer->mutable_data() + offset, uint8_t(ri[R(7)]), size_t(length));
     pc += 9;
     DISPATCH();
   }
@@ -959,8 +961,10 @@ dispatch_unchecked:
     int64_t length = rl[R(9)];
     TRY(source->CheckRange(source_offset, length));
     TRY(target->CheckWritableRange(target_offset, length));
-    memmove(target->mutable_data() + target_offset, source->data() + source_offset,
-            size_t(length));
+    if (length > 0) {
+      memmove(target->mutable_data() + target_offset, source->data() + source_offset,
+              size_t(length));
+    }
     pc += 11;
     DISPATCH();
   }
