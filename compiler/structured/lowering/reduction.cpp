@@ -83,8 +83,12 @@ absl::Status lowerReduce(LoweringContext &ctx, const Op &op) {
       .status();
 }
 
-// logsoftmax(x) = (x - max) - log(sum(exp(x - max))) along the axis.
-absl::Status lowerLogSoftmax(LoweringContext &ctx, const Op &op) {
+namespace {
+
+// softmax(x) = exp(x - max) / sum(exp(x - max)) and
+// logsoftmax(x) = (x - max) - log(sum(exp(x - max))) along the axis: the
+// same maximum, exponentials and sum, then either result.
+absl::Status lowerSoftmaxOrLog(LoweringContext &ctx, const Op &op, bool log) {
   const TensorType &t = op.result()->type();
   int64_t axis = op.getInt("axis", -1);
   axis = axis < 0 ? axis + t.rank() : axis;
@@ -103,39 +107,30 @@ absl::Status lowerLogSoftmax(LoweringContext &ctx, const Op &op) {
       ctx.reduce(op, e, reduced, true, SK::Add, 0, false, "_sum"));
   unsigned n = t.rank();
   StructuredOp s = LoweringContext::parallelOp(op, t.dims());
-  s.inputs.push_back({x, AffineMap::identity(n)});
-  s.inputs.push_back({mx, broadcastMap(ctx.type(mx).dims(), t.dims(), n)});
-  s.inputs.push_back({sum, broadcastMap(ctx.type(sum).dims(), t.dims(), n)});
-  s.body.yield(s.body.binary(
-      SK::Sub, s.body.binary(SK::Sub, s.body.input(0), s.body.input(1)),
-      s.body.unary(SK::Log, s.body.input(2))));
+  auto broadcast = [&](unsigned v) {
+    return structured::OperandAccess{
+        v, broadcastMap(ctx.type(v).dims(), t.dims(), n)};
+  };
+  ScalarBody &b = s.body;
+  if (log) {
+    s.inputs = {{x, AffineMap::identity(n)}, broadcast(mx), broadcast(sum)};
+    b.yield(b.binary(SK::Sub, b.binary(SK::Sub, b.input(0), b.input(1)),
+                     b.unary(SK::Log, b.input(2))));
+  } else {
+    s.inputs = {{e, AffineMap::identity(n)}, broadcast(sum)};
+    b.yield(b.binary(SK::Div, b.input(0), b.input(1)));
+  }
   return ctx.emit(std::move(s), op.result());
 }
 
-// softmax(x) = exp(x - max) / sum(exp(x - max)) along the axis.
+} // namespace
+
 absl::Status lowerSoftmax(LoweringContext &ctx, const Op &op) {
-  const TensorType &t = op.result()->type();
-  int64_t axis = op.getInt("axis", -1);
-  axis = axis < 0 ? axis + t.rank() : axis;
-  std::vector<bool> reduced(t.rank(), false);
-  reduced[axis] = true;
-  COMPILER_ASSIGN_OR_RETURN(unsigned x, ctx.tensorFor(op.operand(0)));
-  COMPILER_ASSIGN_OR_RETURN(
-      unsigned mx,
-      ctx.reduce(op, x, reduced, true, SK::Max, -INFINITY, false, "_max"));
-  ScalarBody eb;
-  eb.yield(eb.unary(SK::Exp, eb.binary(SK::Sub, eb.input(0), eb.input(1))));
-  COMPILER_ASSIGN_OR_RETURN(
-      unsigned e, ctx.elementwiseTemp(op, t, {x, mx}, std::move(eb), "_exp"));
-  COMPILER_ASSIGN_OR_RETURN(
-      unsigned sum,
-      ctx.reduce(op, e, reduced, true, SK::Add, 0, false, "_sum"));
-  unsigned n = t.rank();
-  StructuredOp s = LoweringContext::parallelOp(op, t.dims());
-  s.inputs.push_back({e, AffineMap::identity(n)});
-  s.inputs.push_back({sum, broadcastMap(ctx.type(sum).dims(), t.dims(), n)});
-  s.body.yield(s.body.binary(SK::Div, s.body.input(0), s.body.input(1)));
-  return ctx.emit(std::move(s), op.result());
+  return lowerSoftmaxOrLog(ctx, op, /*log=*/false);
+}
+
+absl::Status lowerLogSoftmax(LoweringContext &ctx, const Op &op) {
+  return lowerSoftmaxOrLog(ctx, op, /*log=*/true);
 }
 
 } // namespace osprey::compiler::structured::lowering
