@@ -565,9 +565,8 @@ int64_t largestDivisorUpTo(int64_t bound, int64_t limit) {
 
 } // namespace
 
-// Whether |root| reads and writes f32 only: the packed, depthwise and
-// Winograd code paths and their tile plans are f32; integer roots (int8
-// convolutions accumulating in i32) run the generic loops.
+// Whether |root| reads and writes f32 only: the depthwise and Winograd code
+// paths and their tile plans are f32.
 static bool isFloatRoot(const StructuredProgram &p, const StructuredOp &root) {
   auto f32 = [&](unsigned t) {
     return p.tensors[t].type.elementType() == ElementType::F32;
@@ -577,10 +576,27 @@ static bool isFloatRoot(const StructuredProgram &p, const StructuredOp &root) {
                      [&](const OperandAccess &in) { return f32(in.tensor); });
 }
 
+// Whether |root| multiplies i8 or i16 operands widened to an i32
+// accumulator (quantized convolutions and matrix products).
+static bool isWideningIntegerRoot(const StructuredProgram &p,
+                                  const StructuredOp &root) {
+  auto type = [&](unsigned t) { return p.tensors[t].type.elementType(); };
+  if (!root.body.isWideningMultiplyAccumulate() ||
+      type(root.output.tensor) != ElementType::I32) {
+    return false;
+  }
+  return std::all_of(root.inputs.begin(), root.inputs.end(),
+                     [&](const OperandAccess &in) {
+                       ElementType t = type(in.tensor);
+                       return t == ElementType::I8 || t == ElementType::I16;
+                     });
+}
+
 std::optional<GemmPlan> planGemm(const StructuredProgram &p,
                                  const StructuredOp &root) {
   OpClass cls = root.classify();
-  if (!isFloatRoot(p, root) || root.winograd ||
+  if (!(isFloatRoot(p, root) || isWideningIntegerRoot(p, root)) ||
+      root.winograd ||
       (cls != OpClass::Contraction && cls != OpClass::Convolution) ||
       root.inputs.size() != 2 || !root.init || !root.output.map.isProjectedPermutation() ||
       root.output.map.results.empty()) {

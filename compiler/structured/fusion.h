@@ -87,8 +87,9 @@ struct FusionOptions {
 absl::Status fuseAndTile(StructuredProgram &program,
                          const FusionOptions &options = {});
 
-// How a multiply-accumulate root (out += in_a * in_b) maps onto a matrix
-// product C[M][N] += A[M][K] * B[K][N], for code generators that pack B into
+// How a multiply-accumulate root (out += in_a * in_b in f32, or i8/i16
+// operands widened to an i32 accumulator) maps onto a matrix product
+// C[M][N] += A[M][K] * B[K][N], for code generators that pack B into
 // panels and run a register-blocked microkernel:
 //  - B is the input that reads the output's innermost loop; it may have
 //    padded (windowed, strided, dilated) reads and is packed element by

@@ -160,9 +160,9 @@ public:
         }};
     static constexpr TileEmitterFn kTileEmitters[] = {
         emitWinogradConv, emitPackedGemm, emitDepthwiseConv, emitPoolWindow};
-    // The dedicated emitters are f32 code; integer roots run the loops.
-    for (TileEmitterFn emit : llvm::ArrayRef<TileEmitterFn>(kTileEmitters)
-                                  .take_front(isFloatRoot() ? 4 : 0)) {
+    // Each checks the element types it handles (f32; the packed path also
+    // integer matrix products); other roots run the loops.
+    for (TileEmitterFn emit : kTileEmitters) {
       COMPILER_ASSIGN_OR_RETURN(bool emitted,
                                 emit(p_, r_, b_, fn_, lo, hi, hooks, options_));
       if (emitted) {
@@ -233,20 +233,6 @@ private:
   llvm::Type *accType() { return valueType(elementTypeOf(op(0).output.tensor)); }
   llvm::Value *accInit() {
     return typedConstant(*op(0).init, elementTypeOf(op(0).output.tensor));
-  }
-
-  // Whether the root reads and writes f32 only.
-  bool isFloatRoot() const {
-    const StructuredOp &root = op(0);
-    if (elementTypeOf(root.output.tensor) != ElementType::F32) {
-      return false;
-    }
-    for (const OperandAccess &in : root.inputs) {
-      if (elementTypeOf(in.tensor) != ElementType::F32) {
-        return false;
-      }
-    }
-    return true;
   }
 
   absl::Status unimplemented(const StructuredOp &o, const std::string &what) {

@@ -29,6 +29,8 @@
 
 #include "compiler/structured/fusion.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsARM.h"
+#include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/IR/Module.h"
 #include "llvm/TargetParser/Triple.h"
 
@@ -40,6 +42,41 @@ using structured::StructuredOp;
 unsigned preferredVectorBits(llvm::StringRef triple,
                              llvm::StringRef features) {
   return gemmKernelShape(triple, features).vectorWidth == 16 ? 512 : 0;
+}
+
+std::optional<GemmKernelShape>
+gemmKernelShape(llvm::StringRef triple, llvm::StringRef features,
+                GemmElements elements) {
+  if (elements == GemmElements::kF32) {
+    return gemmKernelShape(triple, features);
+  }
+  llvm::Triple t(triple);
+  GemmKernelShape shape;
+  if (t.getArch() == llvm::Triple::x86_64 && features.contains("+avx512bw") &&
+      !features.contains("-evex512")) {
+    // 8 x 32 lanes as for f32: 16 zmm accumulators, each multiply-add
+    // two reduction steps.
+    shape = {/*vectorWidth=*/16, /*mr=*/8, /*nv=*/2, /*kc=*/512,
+             /*maxScratch=*/512 * 1024};
+  } else if (t.getArch() == llvm::Triple::x86_64 &&
+             features.contains("+avx2")) {
+    shape = {/*vectorWidth=*/8, /*mr=*/6, /*nv=*/2, /*kc=*/512,
+             /*maxScratch=*/512 * 1024};
+  } else if (t.isARM() || t.isThumb()) {
+    if (t.getSubArch() != llvm::Triple::ARMSubArch_v7em &&
+        !features.contains("+dsp")) {
+      return std::nullopt;
+    }
+    // 2 x 2 accumulators: the two words of A and of the panel per step
+    // load as pairs (LDRD), then four SMLADs: 6 instructions per 8
+    // multiply-adds, with the registers of the pointers to spare.
+    shape = {/*vectorWidth=*/1, /*mr=*/2, /*nv=*/2, /*kc=*/64,
+             /*maxScratch=*/16 * 1024};
+  } else {
+    return std::nullopt;
+  }
+  shape.elements = elements;
+  return shape;
 }
 
 GemmKernelShape gemmKernelShape(llvm::StringRef triple,
@@ -66,6 +103,51 @@ GemmKernelShape gemmKernelShape(llvm::StringRef triple,
 
 namespace {
 
+// acc + lo16(a) * lo16(b) + hi16(a) * hi16(b) per 32-bit lane of |acc|,
+// |a| and |b| (i32 or vectors of it), in wrapping i32 arithmetic, with the
+// target's pair multiply-add instruction.
+llvm::Value *pairMultiplyAdd(llvm::IRBuilder<> &b, llvm::Module &m,
+                             llvm::Value *acc, llvm::Value *a, llvm::Value *x) {
+  llvm::Triple t(m.getTargetTriple());
+  llvm::StringRef features;
+  if (auto *md = llvm::dyn_cast_or_null<llvm::MDString>(
+          m.getModuleFlag(kTargetFeaturesFlag))) {
+    features = md->getString();
+  }
+  auto *vec = llvm::dyn_cast<llvm::FixedVectorType>(acc->getType());
+  unsigned lanes = vec ? vec->getNumElements() : 1;
+  if (t.getArch() == llvm::Triple::x86_64 && lanes == 16) {
+    if (features.contains("+avx512vnni")) {
+      return b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_vpdpwssd_512, {},
+                               {acc, a, x});
+    }
+    auto *halves = llvm::FixedVectorType::get(b.getInt16Ty(), 32);
+    return b.CreateAdd(
+        acc, b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_pmaddw_d_512, {},
+                               {b.CreateBitCast(a, halves),
+                                b.CreateBitCast(x, halves)}));
+  }
+  if (t.getArch() == llvm::Triple::x86_64 && lanes == 8) {
+    auto *halves = llvm::FixedVectorType::get(b.getInt16Ty(), 16);
+    return b.CreateAdd(
+        acc, b.CreateIntrinsic(llvm::Intrinsic::x86_avx2_pmadd_wd, {},
+                               {b.CreateBitCast(a, halves),
+                                b.CreateBitCast(x, halves)}));
+  }
+  if ((t.isARM() || t.isThumb()) && lanes == 1) {
+    return b.CreateIntrinsic(llvm::Intrinsic::arm_smlad, {}, {a, x, acc});
+  }
+  // Portable form (gemmKernelShape does not choose it; kept so the
+  // kernel is defined on every target).
+  llvm::Value *sixteen = llvm::ConstantInt::get(acc->getType(), 16);
+  auto lo = [&](llvm::Value *v) {
+    return b.CreateAShr(b.CreateShl(v, sixteen), sixteen);
+  };
+  auto hi = [&](llvm::Value *v) { return b.CreateAShr(v, sixteen); };
+  return b.CreateAdd(acc, b.CreateAdd(b.CreateMul(lo(a), lo(x)),
+                                      b.CreateMul(hi(a), hi(x))));
+}
+
 // The microkernel |name| with |mr| rows and |nv| vectors per row, one per
 // module:
 //   void k(const float* a, idx lda, idx ka, idx rows, const float* b,
@@ -73,19 +155,24 @@ namespace {
 // c[r][0..nv*VW) += sum_k a[min(r, rows-1)*lda + k*ka] * b[k][..]
 // for r < mr; rows of b are |ldb| and rows of c |ldc| elements apart.
 // |prefetchRows| > 0 prefetches rows of b that many steps ahead (b streams
-// from memory).
+// from memory). With i16 pairs (|elements|), a, b and c hold 32-bit words,
+// k counts pairs, a is a packed block with the words of step k at
+// a[k*mr .. k*mr+mr) (lda, ka and rows are not read: rows past the matrix
+// are zeros) and each step is a pair multiply-add.
 llvm::Function *microkernelFor(llvm::Module &m, unsigned vw,
+                               GemmElements elements,
                                const std::string &name, unsigned mr,
                                unsigned nv, int64_t ldb, int64_t ldc,
                                int64_t prefetchRows) {
   if (llvm::Function *f = m.getFunction(name)) {
     return f;
   }
+  bool pairs = elements == GemmElements::kI16Pairs;
   llvm::LLVMContext &ctx = m.getContext();
   llvm::IRBuilder<> types(ctx); // for types and constants only
   llvm::Type *idxTy = m.getDataLayout().getIntPtrType(ctx);
   llvm::Type *ptr = types.getPtrTy();
-  llvm::Type *f32 = types.getFloatTy();
+  llvm::Type *f32 = pairs ? types.getInt32Ty() : types.getFloatTy();
   llvm::Type *vec =
       vw == 1 ? f32 : llvm::FixedVectorType::get(f32, vw);
   auto *fnTy = llvm::FunctionType::get(
@@ -171,13 +258,23 @@ llvm::Function *microkernelFor(llvm::Module &m, unsigned vw,
     }
   }
   llvm::Value *aAt = b.CreateMul(k, ka);
+  llvm::Value *aBlock =
+      pairs ? b.CreateInBoundsGEP(
+                  f32, a, b.CreateMul(k, llvm::ConstantInt::get(idxTy, mr)))
+            : nullptr;
   std::vector<llvm::Value *> next(acc.size());
   for (unsigned r = 0; r < mr; ++r) {
-    llvm::Value *s = b.CreateLoad(f32, b.CreateInBoundsGEP(f32, aRows[r], aAt));
+    llvm::Value *s =
+        pairs ? b.CreateLoad(f32, b.CreateInBoundsGEP(
+                                      f32, aBlock,
+                                      llvm::ConstantInt::get(idxTy, r)))
+              : b.CreateLoad(f32, b.CreateInBoundsGEP(f32, aRows[r], aAt));
     llvm::Value *splat = vw == 1 ? s : b.CreateVectorSplat(vw, s);
     for (unsigned v = 0; v < nv; ++v) {
-      next[r * nv + v] = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec},
-                                           {splat, bv[v], acc[r * nv + v]});
+      next[r * nv + v] =
+          pairs ? pairMultiplyAdd(b, m, acc[r * nv + v], splat, bv[v])
+                : b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec},
+                                    {splat, bv[v], acc[r * nv + v]});
     }
   }
   llvm::Value *kNext =
@@ -224,6 +321,7 @@ public:
       : TileEmitter(p, r, b, fn, hooks), plan_(plan), shape_(shape),
         options_(options) {
     nr_ = shape.vectorWidth * shape.nv;
+    pairs_ = shape.elements == GemmElements::kI16Pairs;
   }
 
   // Static sizes; false when the scratch does not fit the budget.
@@ -242,9 +340,13 @@ public:
     }
     mPad_ = (mMax + shape_.mr - 1) / shape_.mr * shape_.mr;
     kc_ = std::min<int64_t>(shape_.kc, k_);
+    // Rows of the panel: reduction steps, or pairs of them.
+    kRows_ = pairs_ ? (kc_ + 1) / 2 : kc_;
     auto fits = [&](int64_t pixels) {
       int64_t pad = (pixels + nr_ - 1) / nr_ * nr_;
-      return uint64_t(kc_ * pad + mPad_ * pad) * 4 <= shape_.maxScratch;
+      int64_t aPanel = pairs_ ? shape_.mr * kRows_ : 0;
+      return uint64_t(kRows_ * pad + mPad_ * pad + aPanel) * 4 <=
+             shape_.maxScratch;
     };
     if (!fits(nMax)) {
       // Runs the tile in sub-tiles of the outermost N loop that is not 1
@@ -272,7 +374,7 @@ public:
     nPad_ = chunks_ * nr_;
     nvT_ = transposedVectors(mMax);
     nrT_ = shape_.vectorWidth * nvT_;
-    if (subLoop_ < 0 && columnPanelsOfA(mMax)) {
+    if (!pairs_ && subLoop_ < 0 && columnPanelsOfA(mMax)) {
       // Pixel blocks of mrT_ rows with the least padding (ties: larger).
       int64_t best = std::numeric_limits<int64_t>::max();
       for (int64_t r = shape_.mr; r >= 2; --r) {
@@ -303,11 +405,16 @@ public:
 
   absl::Status emit(llvm::ArrayRef<llvm::Value *> lo,
                     llvm::ArrayRef<llvm::Value *> hi) {
-    llvm::Type *f32 = b_.getFloatTy();
+    llvm::Type *f32 = elementType();
     if (!directB_) {
-      panel_ = b_.CreateAlloca(llvm::ArrayType::get(f32, kc_ * nPad_), nullptr,
-                               "panel");
+      panel_ = b_.CreateAlloca(llvm::ArrayType::get(f32, kRows_ * nPad_),
+                               nullptr, "panel");
       panel_->setAlignment(llvm::Align(64));
+    }
+    if (pairs_) {
+      aPanel_ = b_.CreateAlloca(llvm::ArrayType::get(f32, shape_.mr * kRows_),
+                                nullptr, "a_panel");
+      aPanel_->setAlignment(llvm::Align(64));
     }
     int64_t accSize = transposed_ ? nRowsT_ * mPadT_ : mPad_ * nPad_;
     accs_ = b_.CreateAlloca(llvm::ArrayType::get(f32, accSize), nullptr,
@@ -338,7 +445,7 @@ public:
   absl::Status emitTile(llvm::ArrayRef<llvm::Value *> lo,
                         llvm::ArrayRef<llvm::Value *> hi) {
     const StructuredOp &op = root();
-    llvm::Type *f32 = b_.getFloatTy();
+    llvm::Type *f32 = elementType();
     size_t n = op.bounds.size();
     ivs_.assign(lo.begin(), lo.end());
     // Extents of the N box and the flattened index strides (innermost 1).
@@ -382,9 +489,11 @@ public:
     nestBatch(0, lo, hi, [&] {
       // Accumulators start at the reduction's initial value.
       int64_t accSize = transposed_ ? nRowsT_ * mPadT_ : mPad_ * nPad_;
+      llvm::Constant *init =
+          pairs_ ? llvm::ConstantInt::get(f32, int64_t(*op.init))
+                 : llvm::ConstantFP::get(f32, *op.init);
       loop(idx(0), idx(accSize), [&](llvm::Value *i) {
-        b_.CreateStore(llvm::ConstantFP::get(f32, *op.init),
-                       b_.CreateInBoundsGEP(f32, accs_, i));
+        b_.CreateStore(init, b_.CreateInBoundsGEP(f32, accs_, i));
       });
       if (!transposed_) {
         // Zero the columns past the tile in its last column chunk, once: the
@@ -393,11 +502,11 @@ public:
         llvm::Value *end = b_.CreateMul(
             b_.CreateUDiv(b_.CreateAdd(nTile, idx(nr_ - 1)), idx(nr_)),
             idx(nr_));
-        loop(idx(0), idx(kc_), [&](llvm::Value *kk) {
+        loop(idx(0), idx(kRows_), [&](llvm::Value *kk) {
           llvm::Value *row = b_.CreateMul(kk, idx(nPad_));
           loop(nTile, end, [&](llvm::Value *j) {
             b_.CreateStore(
-                llvm::ConstantFP::get(f32, 0.0),
+                llvm::Constant::getNullValue(f32),
                 b_.CreateInBoundsGEP(f32, panel_, b_.CreateAdd(row, j)));
           });
         });
@@ -422,7 +531,11 @@ public:
                     b_.CreateAdd(row, j));
           });
         };
-        if (!directB_) {
+        if (pairs_) {
+          loop(idx(0), ceilDiv(kc, 2), [&](llvm::Value *pair) {
+            packPairs(k0, kc, pair, lo, hi, nStride);
+          });
+        } else if (!directB_) {
           loop(idx(0), kc, pack);
         }
         for (unsigned d : plan_.kLoops) {
@@ -455,17 +568,22 @@ public:
           llvm::Value *rows = b_.CreateSub(mExt, m0);
           rows = b_.CreateSelect(b_.CreateICmpSLT(rows, idx(shape_.mr)),
                                  rows, idx(shape_.mr));
-          llvm::Value *aRow = b_.CreateInBoundsGEP(
-              f32, aBase,
-              b_.CreateAdd(aOff,
-                           b_.CreateMul(b_.CreateAdd(lo[plan_.mLoop], m0),
-                                        idx(lda))));
+          llvm::Value *aRow =
+              pairs_ ? aPanel_
+                     : b_.CreateInBoundsGEP(
+                           f32, aBase,
+                           b_.CreateAdd(
+                               aOff,
+                               b_.CreateMul(
+                                   b_.CreateAdd(lo[plan_.mLoop], m0),
+                                   idx(lda))));
           llvm::Value *cp = b_.CreateInBoundsGEP(
               f32, accs_,
               b_.CreateAdd(b_.CreateMul(m0, idx(nPad_)),
                            b_.CreateMul(c, idx(nr_))));
           llvm::SmallVector<llvm::Value *, 8> args = {
-              aRow, idx(lda), idx(aK), rows, bp, cp, kc};
+              aRow, idx(lda), idx(aK), rows, bp, cp,
+              pairs_ ? ceilDiv(kc, 2) : kc};
           if (!wide) {
             b_.CreateCall(kernel(shape_.nv), args);
             return;
@@ -479,7 +597,14 @@ public:
           emitTransposedChunk(aBase, aOff, k0, kc, lo, mExt, nTile);
           return;
         }
-        if (chunks_ <= kRowsOuterChunks) {
+        if (pairs_) {
+          // The block's rows of A are packed once, then meet every column
+          // chunk (the panel streams from L2).
+          loop(idx(0), mBlocks, [&](llvm::Value *mb) {
+            packA(aBase, aOff, aK, lda, lo[plan_.mLoop], mExt, mb, kc);
+            loop(idx(0), nChunks, [&](llvm::Value *c) { block(c, mb); });
+          });
+        } else if (chunks_ <= kRowsOuterChunks) {
           // Few column chunks (7x7 maps): the rows of A, often too many to
           // stay in L2 (a 512-channel 3x3 layer has 9 MB of weights), are
           // read from memory once and reused from L1 for every chunk.
@@ -516,6 +641,159 @@ public:
   }
 
 private:
+  // What the panels and accumulators hold: f32, or 32-bit words (pairs of
+  // i16 in the panels, i32 accumulators).
+  llvm::Type *elementType() {
+    return pairs_ ? b_.getInt32Ty() : b_.getFloatTy();
+  }
+
+  // The integer type of input |in|'s elements (i8 or i16, see planGemm).
+  llvm::Type *integerType(const structured::OperandAccess &in) {
+    return p_.program.tensors[in.tensor].type.elementType() ==
+                   graph::ElementType::I16
+               ? b_.getInt16Ty()
+               : b_.getInt8Ty();
+  }
+
+  // The word holding |x0| in its low half and |x1| (0 unless |hasSecond|)
+  // in its high half, both sign-extended integers.
+  llvm::Value *pairWord(llvm::Value *x0, llvm::Value *x1,
+                        llvm::Value *hasSecond) {
+    llvm::Type *i32 = b_.getInt32Ty();
+    llvm::Value *low = b_.CreateAnd(b_.CreateSExt(x0, i32), 0xffff);
+    llvm::Value *high = b_.CreateSelect(hasSecond, b_.CreateSExt(x1, i32),
+                                        llvm::ConstantInt::get(i32, 0));
+    return b_.CreateOr(low, b_.CreateShl(high, 16));
+  }
+
+  // Root loop indices of the reduction loops at flattened step |k|, in
+  // kLoops order.
+  std::vector<llvm::Value *> reductionIndices(llvm::Value *k) {
+    std::vector<llvm::Value *> out(plan_.kLoops.size());
+    llvm::Value *rest = k;
+    for (size_t i = plan_.kLoops.size(); i-- > 0;) {
+      int64_t bound = root().bounds[plan_.kLoops[i]];
+      out[i] = bound == 1 ? idx(0) : b_.CreateURem(rest, idx(bound));
+      rest = bound == 1 ? rest : b_.CreateUDiv(rest, idx(bound));
+    }
+    return out;
+  }
+
+  void setReduction(llvm::ArrayRef<llvm::Value *> k) {
+    for (size_t i = 0; i < k.size(); ++i) {
+      ivs_[plan_.kLoops[i]] = k[i];
+    }
+  }
+
+  // Packs pair |pair| of the chunk's reduction steps (k0 + 2 * pair and the
+  // next one, which reads as 0 at or past |kc|) into panel row |pair|: one
+  // word per pixel, the first step's value in the low half.
+  void packPairs(llvm::Value *k0, llvm::Value *kc, llvm::Value *pair,
+                 llvm::ArrayRef<llvm::Value *> lo,
+                 llvm::ArrayRef<llvm::Value *> hi,
+                 llvm::ArrayRef<llvm::Value *> nStride) {
+    llvm::Value *even = b_.CreateMul(pair, idx(2));
+    llvm::Value *odd = b_.CreateAdd(even, idx(1));
+    llvm::Value *hasOdd = b_.CreateICmpSLT(odd, kc);
+    // Without a second step its indices are the first's, so its reads stay
+    // in range (the value is dropped).
+    std::vector<llvm::Value *> kEven =
+        reductionIndices(b_.CreateAdd(k0, even));
+    std::vector<llvm::Value *> kOdd = reductionIndices(
+        b_.CreateAdd(k0, b_.CreateSelect(hasOdd, odd, even)));
+    llvm::Value *row = b_.CreateMul(pair, idx(nPad_));
+    unsigned d = plan_.nLoops.back();
+    forRows(lo, hi, nStride, [&](llvm::Value *j) {
+      packPairRow(lo[d], hi[d], b_.CreateAdd(row, j), kEven, kOdd, hasOdd);
+    });
+    for (unsigned k : plan_.kLoops) {
+      ivs_[k] = idx(0);
+    }
+  }
+
+  // One row of B (the innermost N loop over [lo, hi)) for the reduction
+  // steps at |kEven| and |kOdd|, as words from panel element |at| on. The
+  // interior where both steps read inside B uses plain loads; the border
+  // the emitter's checked ones (padding).
+  void packPairRow(llvm::Value *lo, llvm::Value *hi, llvm::Value *at,
+                   llvm::ArrayRef<llvm::Value *> kEven,
+                   llvm::ArrayRef<llvm::Value *> kOdd, llvm::Value *hasOdd) {
+    const structured::OperandAccess &in = root().inputs[plan_.b];
+    llvm::Type *i32 = b_.getInt32Ty();
+    llvm::Type *elem = integerType(in);
+    unsigned d = plan_.nLoops.back();
+    setReduction(kEven);
+    RowSplit s0 = splitRow(in, d, lo, hi);
+    setReduction(kOdd);
+    RowSplit s1 = splitRow(in, d, lo, hi);
+    llvm::Value *first = smax(s0.first, s1.first);
+    llvm::Value *last = smax(smin(s0.last, s1.last), first);
+    auto store = [&](llvm::Value *iv, llvm::Value *word) {
+      b_.CreateStore(word, b_.CreateInBoundsGEP(
+                               i32, panel_,
+                               b_.CreateAdd(at, b_.CreateSub(iv, lo))));
+    };
+    auto checked = [&](llvm::Value *iv) {
+      ivs_[d] = iv;
+      setReduction(kEven);
+      llvm::Value *x0 = hooks_.load(in, ivs_);
+      setReduction(kOdd);
+      llvm::Value *x1 = hooks_.load(in, ivs_);
+      store(iv, pairWord(x0, x1, hasOdd));
+    };
+    loop(lo, first, checked);
+    loop(first, last, [&](llvm::Value *iv) {
+      store(iv, pairWord(loadAt(in, s0, iv, elem), loadAt(in, s1, iv, elem),
+                         hasOdd));
+    });
+    loop(last, hi, checked);
+    ivs_[d] = lo;
+  }
+
+  // Packs the chunk's |kc| reduction steps of rows |mb| * MR .. + MR of the
+  // tile's |mExt| rows of A (row m at aBase + aOff + (mLo + m) * lda, steps
+  // aK elements apart) into aPanel_ as pairs: per pair p, the MR rows' words
+  // side by side (what the kernel loads per step). Rows past mExt and the
+  // step past kc are zeros.
+  void packA(llvm::Value *aBase, llvm::Value *aOff, int64_t aK, int64_t lda,
+             llvm::Value *mLo, llvm::Value *mExt, llvm::Value *mb,
+             llvm::Value *kc) {
+    const structured::OperandAccess &a = root().inputs[plan_.a];
+    llvm::Type *i32 = b_.getInt32Ty();
+    llvm::Type *elem = integerType(a);
+    int64_t mr = shape_.mr;
+    llvm::Value *base = b_.CreateInBoundsGEP(
+        elem, aBase, b_.CreateAdd(aOff, b_.CreateMul(mLo, idx(lda))));
+    llvm::Value *pairs = ceilDiv(kc, 2);
+    llvm::Value *m0 = b_.CreateMul(mb, idx(mr));
+    loop(idx(0), idx(mr), [&](llvm::Value *r) {
+      llvm::Value *m = b_.CreateAdd(m0, r);
+      llvm::Value *inside = b_.CreateICmpSLT(m, mExt);
+      llvm::Value *row = b_.CreateInBoundsGEP(
+          elem, base,
+          b_.CreateMul(b_.CreateSelect(inside, m, idx(0)), idx(lda)));
+      llvm::Value *slot = r;
+      loop(idx(0), pairs, [&](llvm::Value *pr) {
+        llvm::Value *even = b_.CreateMul(pr, idx(2));
+        llvm::Value *odd = b_.CreateAdd(even, idx(1));
+        llvm::Value *hasOdd = b_.CreateICmpSLT(odd, kc);
+        llvm::Value *x0 = b_.CreateLoad(
+            elem, b_.CreateInBoundsGEP(elem, row, b_.CreateMul(even, idx(aK))));
+        llvm::Value *x1 = b_.CreateLoad(
+            elem,
+            b_.CreateInBoundsGEP(
+                elem, row,
+                b_.CreateMul(b_.CreateSelect(hasOdd, odd, even), idx(aK))));
+        llvm::Value *word =
+            b_.CreateSelect(inside, pairWord(x0, x1, hasOdd),
+                            llvm::ConstantInt::get(i32, 0));
+        b_.CreateStore(word, b_.CreateInBoundsGEP(
+                                 i32, aPanel_,
+                                 b_.CreateAdd(slot, b_.CreateMul(pr, idx(mr)))));
+      });
+    });
+  }
+
   // Visits the N box without its innermost loop; |body| gets the flattened
   // index of the row's first element.
   void forRows(llvm::ArrayRef<llvm::Value *> lo,
@@ -859,6 +1137,12 @@ private:
   // A kTransposedPrefetchRows steps ahead).
   static constexpr int64_t kTransposedKc = 128;
   int64_t nr_ = 0, k_ = 0, kc_ = 0, chunks_ = 0, nPad_ = 0, mPad_ = 0;
+  // i16 pairs (GemmElements::kI16Pairs): A is packed too, per chunk and
+  // block of MR rows; the panels have kRows_ rows (pairs of steps; kc_
+  // rows for f32).
+  bool pairs_ = false;
+  int64_t kRows_ = 0;
+  llvm::AllocaInst *aPanel_ = nullptr;
   // Transposed tiles (columnPanelsOfA): pixel blocks of mrT_, nRowsT_ rows
   // of mPadT_ accumulators; directB_ when B is read in place with
   // reduction stride bK_.
@@ -880,12 +1164,14 @@ private:
 llvm::Function *packedGemmKernel(llvm::Module &module,
                                 const GemmKernelShape &shape, unsigned nv,
                                 int64_t ld) {
-  std::string name = "osprey_gemm_" + std::to_string(shape.mr) + "x" +
+  bool pairs = shape.elements == GemmElements::kI16Pairs;
+  std::string name = "osprey_gemm_" + std::string(pairs ? "i16x2_" : "") +
+                     std::to_string(shape.mr) + "x" +
                      std::to_string(nv * shape.vectorWidth) + "_ld" +
                      std::to_string(ld) + "_" +
                      std::to_string(shape.vectorWidth * shape.nv);
-  return microkernelFor(module, shape.vectorWidth, name, shape.mr, nv, ld, ld,
-                        0);
+  return microkernelFor(module, shape.vectorWidth, shape.elements, name,
+                        shape.mr, nv, ld, ld, 0);
 }
 
 llvm::Function *packedGemmTransposedKernel(llvm::Module &module,
@@ -895,8 +1181,8 @@ llvm::Function *packedGemmTransposedKernel(llvm::Module &module,
   std::string name = "osprey_gemmt_" + std::to_string(mr) + "x" +
                      std::to_string(nv * shape.vectorWidth) + "_ld" +
                      std::to_string(ldb) + "_" + std::to_string(ldc);
-  return microkernelFor(module, shape.vectorWidth, name, mr, nv, ldb, ldc,
-                        kTransposedPrefetchRows);
+  return microkernelFor(module, shape.vectorWidth, GemmElements::kF32, name,
+                        mr, nv, ldb, ldc, kTransposedPrefetchRows);
 }
 
 absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
@@ -908,7 +1194,8 @@ absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
                                     const TileHooks &hooks,
                                     const CodegenOptions &options) {
   const StructuredOp &root = program.program.ops[region.ops[0]];
-  if (!allF32(program, root)) {
+  std::optional<GemmPlan> plan = structured::planGemm(program.program, root);
+  if (!plan) {
     return false;
   }
   llvm::StringRef features;
@@ -916,17 +1203,18 @@ absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
           fn->getParent()->getModuleFlag(kTargetFeaturesFlag))) {
     features = md->getString();
   }
-  GemmKernelShape shape =
-      gemmKernelShape(fn->getParent()->getTargetTriple(), features);
-  if (options.gemm.maxScratch != 0) {
-    shape.maxScratch = options.gemm.maxScratch;
-  }
-  std::optional<GemmPlan> plan = structured::planGemm(program.program, root);
-  if (!plan) {
+  // planGemm's roots are f32 or widen i8/i16 operands into i32.
+  std::optional<GemmKernelShape> shape = gemmKernelShape(
+      fn->getParent()->getTargetTriple(), features,
+      allF32(program, root) ? GemmElements::kF32 : GemmElements::kI16Pairs);
+  if (!shape) {
     return false;
   }
-  PackedGemmEmitter emitter(program, region, builder, fn, *plan, shape, hooks,
-                            options.gemm);
+  if (options.gemm.maxScratch != 0) {
+    shape->maxScratch = options.gemm.maxScratch;
+  }
+  PackedGemmEmitter emitter(program, region, builder, fn, *plan, *shape,
+                            hooks, options.gemm);
   if (!emitter.size()) {
     return false;
   }

@@ -3,6 +3,8 @@
 #ifndef OSPREY_COMPILER_TARGETS_LLVM_CPU_PACKED_GEMM_H_
 #define OSPREY_COMPILER_TARGETS_LLVM_CPU_PACKED_GEMM_H_
 
+#include <optional>
+
 #include "absl/status/statusor.h"
 #include "compiler/dispatch/dispatch_ir.h"
 #include "compiler/targets/llvm_cpu/tile_emitter.h"
@@ -11,13 +13,25 @@
 namespace osprey::compiler::llvm_cpu {
 
 
+// What the packed operands and the accumulators hold.
+enum class GemmElements : uint8_t {
+  // f32 operands and accumulators, one reduction step per multiply-add.
+  kF32,
+  // i8/i16 operands packed as pairs of i16 (reduction steps 2k and 2k+1 in
+  // one 32-bit word) and i32 accumulators: one instruction multiplies two
+  // pairs and adds both products (x86 VPDPWSSD or VPMADDWD + VPADDD per
+  // lane, Arm SMLAD), wrapping like the i32 accumulation it replaces.
+  kI16Pairs,
+};
+
 // Register blocking of the microkernel for a target.
 struct GemmKernelShape {
-  unsigned vectorWidth; // f32 lanes per vector (1: scalar code)
+  unsigned vectorWidth; // 32-bit lanes per vector (1: scalar code)
   unsigned mr;          // rows of A per block (broadcast streams)
   unsigned nv;          // vectors of B per block; NR = vectorWidth * nv
-  unsigned kc;          // reduction chunk packed at once
-  uint64_t maxScratch;  // bytes of stack for panel plus accumulators
+  unsigned kc;          // reduction chunk packed at once (even for pairs)
+  uint64_t maxScratch;  // bytes of stack for panels plus accumulators
+  GemmElements elements = GemmElements::kF32;
 };
 
 // Module flag (an MDString) with the target's CPU feature string, e.g.
@@ -25,7 +39,13 @@ struct GemmKernelShape {
 inline constexpr const char kTargetFeaturesFlag[] = "osprey.target-features";
 
 // The blocking used for modules with target triple |triple| and CPU features
-// |features|.
+// |features|, or nullopt when the target has no kernel for |elements|
+// (i16 pairs need a pair multiply-add instruction: AVX2, AVX-512BW or the
+// Arm DSP extension).
+std::optional<GemmKernelShape>
+gemmKernelShape(llvm::StringRef triple, llvm::StringRef features,
+                GemmElements elements);
+// The f32 blocking (every target has one).
 GemmKernelShape gemmKernelShape(llvm::StringRef triple,
                                 llvm::StringRef features);
 
@@ -56,7 +76,9 @@ llvm::Function *packedGemmTransposedKernel(llvm::Module &module,
                                           unsigned mr, unsigned nv,
                                           int64_t ldb, int64_t ldc);
 
-// If the region's root has a structured::GemmPlan and its scratch fits the
+// If the region's root has a structured::GemmPlan (f32, or i8/i16 operands
+// accumulating in i32 on targets with an i16-pair kernel, whose A is packed
+// per chunk as well) and its scratch fits the
 // target's budget, emits the workgroup's tile at the builder's insertion
 // point (inside |fn|, loop ranges [lo[d], hi[d]) per root loop) as packed
 // panels of B times A through a register-blocked microkernel (an internal
@@ -64,7 +86,8 @@ llvm::Function *packedGemmTransposedKernel(llvm::Module &module,
 // true. On vector targets, roots whose A has its M axis innermost (see
 // structured::relayoutGemmOperands) and whose N fits one tile run
 // transposed, vectors along M. Returns false, emitting nothing, when the
-// root has no GemmPlan, its scratch does not fit or it is not f32. Errors
+// root has no GemmPlan, its scratch does not fit or the target has no
+// kernel for its element types. Errors
 // come from |hooks|.
 absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
                                     const dispatch::DispatchRegion &region,

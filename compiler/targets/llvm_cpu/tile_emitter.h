@@ -248,15 +248,17 @@ protected:
     return {base, first, last, step};
   }
 
-  // The element at offset base + step * iv of |in|, read without checks.
+  // The element (of type |type|, f32 by default) at offset
+  // base + step * iv of |in|, read without checks.
   llvm::Value *loadAt(const structured::OperandAccess &in,
-                      const RowSplit &split, llvm::Value *iv) {
+                      const RowSplit &split, llvm::Value *iv,
+                      llvm::Type *type = nullptr) {
+    type = type ? type : b_.getFloatTy();
     llvm::Value *off = b_.CreateAdd(
         split.base, b_.CreateMul(iv, idx(split.step), "", false, true), "",
         false, true);
     return b_.CreateLoad(
-        b_.getFloatTy(),
-        b_.CreateInBoundsGEP(b_.getFloatTy(), hooks_.base(in.tensor), off));
+        type, b_.CreateInBoundsGEP(type, hooks_.base(in.tensor), off));
   }
 
   const dispatch::DispatchProgram &p_;
