@@ -35,7 +35,6 @@ absl::Status checkFloatModel(const graph::Graph &g) {
         op->is(OpKind::ConvInteger) || op->is(OpKind::MatMulInteger)) {
       return absl::InvalidArgumentError(
           "--quantize: the model is already quantized (" + op->describe() +
-          " is " + op->kind() +
           "); --quantize takes a float model, compile a quantized one "
           "without it");
     }
