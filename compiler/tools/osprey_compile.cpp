@@ -16,6 +16,7 @@
 #include "compiler/targets/npu/npu_target.h"
 #include "compiler/targets/npu/offload.h"
 #include "compiler/targets/target.h"
+#include "compiler/tools/calibration.h"
 #include "compiler/tools/compile_report.h"
 #include "compiler/tools/fusion_flags.h"
 #include "compiler/tools/llvm_cpu_flags.h"
@@ -23,10 +24,13 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <set>
 #include <optional>
 
 namespace cl = llvm::cl;
@@ -105,10 +109,44 @@ static cl::list<std::string> inputShapes(
              "last one separates the shape)"),
     cl::value_desc("name:shape"));
 
+static cl::opt<std::string> quantize(
+    "quantize",
+    cl::desc("Quantize a float model after training: int8 (activations "
+             "asymmetric per tensor from --calibration, weights symmetric "
+             "per output channel; docs/quantization.md). Prints the SNR and "
+             "largest error of each output against the float model on the "
+             "calibration set"),
+    cl::value_desc("int8"), cl::init(""));
+static cl::opt<std::string> calibrationDir(
+    "calibration",
+    cl::desc("With --quantize: directory of calibration inputs. One input: "
+             "each *.npy file is a sample; several inputs: each "
+             "subdirectory is a sample holding <input name>.npy per input "
+             "(other characters than letters, digits, '.', '-', '_' as '_')"),
+    cl::value_desc("dir"), cl::init(""));
+static cl::opt<std::string> calibrationMethod(
+    "calibration-method",
+    cl::desc("With --quantize: minmax (the default: each activation's "
+             "smallest and largest value) or percentile[:P] (the range "
+             "holding P % of the values, from a histogram; P defaults to "
+             "99.99)"),
+    cl::value_desc("method"), cl::init("minmax"));
+static cl::list<std::string> quantizeSkip(
+    "quantize-skip",
+    cl::desc("With --quantize: nodes (ONNX node names) that stay float"),
+    cl::value_desc("node,..."), cl::CommaSeparated);
+static cl::opt<std::string> quantizeReport(
+    "quantize-report",
+    cl::desc("With --quantize: write the accuracy report as JSON (method, "
+             "sample count, snr_db and max_abs_error per output, scale and "
+             "zero point per quantized tensor)"),
+    cl::value_desc("file.json"), cl::init(""));
+
 // Applies --input-shape: each named graph input gets the given static dims,
 // which must agree with the rank and the static dims the model declares.
-static absl::Status pinInputShapes(graph::Graph &g) {
-  for (const std::string &spec : inputShapes) {
+static absl::Status pinInputShapes(graph::Graph &g,
+                                   const std::vector<std::string> &specs) {
+  for (const std::string &spec : specs) {
     size_t colon = spec.rfind(':');
     if (colon == std::string::npos || colon == 0) {
       return absl::InvalidArgumentError("--input-shape '" + spec +
@@ -243,6 +281,219 @@ static int writeIr(const graph::Graph &g) {
   return 0;
 }
 
+// --quantize and its companion flags, checked and copied.
+struct QuantizeSettings {
+  std::string calibrationDir;
+  ptq::CalibrationOptions calibration;
+  std::set<std::string> skip;
+  std::string reportFile;
+};
+
+static absl::StatusOr<std::optional<QuantizeSettings>> parseQuantizeFlags() {
+  if (quantize.empty()) {
+    if (!calibrationDir.empty() || !quantizeSkip.empty() ||
+        !quantizeReport.empty() || calibrationMethod.getNumOccurrences()) {
+      return absl::InvalidArgumentError(
+          "--calibration, --calibration-method, --quantize-skip and "
+          "--quantize-report need --quantize=int8");
+    }
+    return std::nullopt;
+  }
+  if (quantize != "int8") {
+    return absl::InvalidArgumentError("unknown --quantize='" + quantize +
+                                      "' (expected int8)");
+  }
+  if (calibrationDir.empty()) {
+    return absl::InvalidArgumentError(
+        "--quantize=int8 needs --calibration=DIR, a directory of .npy "
+        "inputs to measure the activation ranges on");
+  }
+  QuantizeSettings settings;
+  settings.calibrationDir = calibrationDir;
+  llvm::StringRef method = calibrationMethod.getValue();
+  if (method == "minmax") {
+    settings.calibration.method = "minmax";
+  } else if (method.consume_front("percentile")) {
+    settings.calibration.method = "percentile";
+    if (method.consume_front(":")) {
+      double p = 0;
+      if (method.getAsDouble(p) || !(p > 50 && p <= 100)) {
+        return absl::InvalidArgumentError(
+            "--calibration-method: percentile '" + method.str() +
+            "' is not a number in (50, 100]");
+      }
+      settings.calibration.percentile = p;
+    } else if (!method.empty()) {
+      return absl::InvalidArgumentError("unknown --calibration-method='" +
+                                        calibrationMethod + "'");
+    }
+  } else {
+    return absl::InvalidArgumentError(
+        "unknown --calibration-method='" + calibrationMethod +
+        "' (expected minmax or percentile[:P])");
+  }
+  settings.skip.insert(quantizeSkip.begin(), quantizeSkip.end());
+  settings.reportFile = quantizeReport;
+  if (!settings.reportFile.empty() && outputFormat != "embedded-elf" &&
+      outputFormat != "static-library") {
+    return absl::InvalidArgumentError(
+        "--quantize-report needs a module output (--output-format="
+        "embedded-elf or static-library)");
+  }
+  return settings;
+}
+
+// What --quantize found: the calibration results and the quantized tensors.
+struct QuantizeRun {
+  QuantizeSettings settings;
+  std::vector<ptq::CalibrationSample> samples;
+  ptq::Calibration calibration;
+  std::vector<ptq::QuantizedTensor> tensors;
+  std::vector<std::string> outputNames;
+};
+
+// The float model prepared for quantization: shapes, constants and
+// BatchNormalization folded into its Conv or Gemm (so the folded weights are
+// the ones quantized).
+static absl::StatusOr<std::unique_ptr<graph::Graph>>
+loadPrepared(const ptq::GraphLoader &load) {
+  auto g = load();
+  if (!g.ok()) {
+    return g.status();
+  }
+  graph::PassManager pm;
+  if (absl::Status s = pm.addPasses(
+          "propagate-shapes,fold-constants,propagate-shapes,remove-identity,"
+          "fold-batch-norm,fold-constants,dce");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = pm.run(**g); !s.ok()) {
+    return s;
+  }
+  return std::move(*g);
+}
+
+// Calibrates the float model and returns it in |model| with its Q/DQ pairs.
+static absl::StatusOr<QuantizeRun>
+quantizeModel(const ptq::GraphLoader &load, const QuantizeSettings &settings,
+              std::unique_ptr<graph::Graph> &model) {
+  ptq::GraphLoader prepared = [&]() { return loadPrepared(load); };
+  auto g = prepared();
+  if (!g.ok()) {
+    return g.status();
+  }
+  if (absl::Status s = ptq::checkFloatModel(**g); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ptq::checkSkipNodes(**g, settings.skip); !s.ok()) {
+    return s;
+  }
+  QuantizeRun run;
+  run.settings = settings;
+  auto samples = ptq::readCalibrationDir(settings.calibrationDir, **g);
+  if (!samples.ok()) {
+    return samples.status();
+  }
+  run.samples = std::move(*samples);
+  auto calibration =
+      ptq::calibrate(prepared, run.samples, settings.calibration);
+  if (!calibration.ok()) {
+    return calibration.status();
+  }
+  run.calibration = std::move(*calibration);
+  auto tensors = ptq::insertQdq(**g, run.calibration.ranges, settings.skip);
+  if (!tensors.ok()) {
+    return tensors.status();
+  }
+  run.tensors = std::move(*tensors);
+  run.outputNames.assign((*g)->outputNames().begin(),
+                         (*g)->outputNames().end());
+  model = std::move(*g);
+  return run;
+}
+
+// Runs the int8 module and compares it with the float model on the
+// calibration samples: the module written when it runs here (host CPU code
+// in a module file, with the NPU when it has one), else the quantized graph
+// compiled for this machine's CPU.
+static absl::Status reportQuantization(const QuantizeRun &run,
+                                       const ptq::GraphLoader &load,
+                                       const std::string &outputPath,
+                                       const std::string &format,
+                                       const std::string &targetName,
+                                       bool withNpu) {
+  std::string modulePath = outputPath, device = withNpu ? "cpu-sync,npu"
+                                                        : "cpu-sync";
+  llvm::FileRemover remover;
+  const bool runsHere =
+      targetName == "host" && format == "embedded-elf" && outputPath != "-";
+  if (!runsHere) {
+    auto g = loadPrepared(load);
+    if (!g.ok()) {
+      return g.status();
+    }
+    auto tensors =
+        ptq::insertQdq(**g, run.calibration.ranges, run.settings.skip);
+    if (!tensors.ok()) {
+      return tensors.status();
+    }
+    auto bytes = ptq::compileHostModule(**g);
+    if (!bytes.ok()) {
+      return bytes.status();
+    }
+    llvm::SmallString<128> path;
+    int fd = -1;
+    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+            "osprey-quantized", "osp", fd, path)) {
+      return absl::InternalError("cannot create a temporary file: " +
+                                 ec.message());
+    }
+    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+    out.write(reinterpret_cast<const char *>(bytes->data()), bytes->size());
+    out.close();
+    modulePath = path.str().str();
+    remover.setFile(modulePath);
+    device = "cpu-sync";
+  }
+  auto errors = ptq::measureError(modulePath, device, run.samples,
+                                  run.calibration.floatOutputs,
+                                  run.outputNames);
+  if (!errors.ok()) {
+    return absl::Status(errors.status().code(),
+                        "measuring the int8 module: " +
+                            std::string(errors.status().message()));
+  }
+  const ptq::CalibrationOptions &method = run.settings.calibration;
+  llvm::errs() << "osprey-compile: int8 against float on "
+               << run.samples.size() << " calibration sample"
+               << (run.samples.size() == 1 ? "" : "s") << " ("
+               << method.method;
+  if (method.method == "percentile") {
+    llvm::errs() << " " << llvm::format("%g", method.percentile);
+  }
+  llvm::errs() << (runsHere ? "" : "; this machine's CPU") << "):\n";
+  for (const ptq::OutputError &e : *errors) {
+    llvm::errs() << "  output '" << printable(e.name) << "': SNR "
+                 << llvm::format("%.1f", e.snrDb) << " dB, max abs error "
+                 << llvm::format("%.6g", e.maxAbsError) << "\n";
+  }
+  if (!run.settings.reportFile.empty()) {
+    std::string json = ptq::reportJson(method, run.samples.size(), *errors,
+                                       run.tensors);
+    std::error_code ec;
+    llvm::raw_fd_ostream os(run.settings.reportFile, ec,
+                            llvm::sys::fs::OF_Text);
+    if (ec) {
+      return absl::InvalidArgumentError("cannot open '" +
+                                        run.settings.reportFile +
+                                        "': " + ec.message());
+    }
+    os << json;
+  }
+  return absl::OkStatus();
+}
+
 int main(int argc, char **argv) {
   const auto started = std::chrono::steady_clock::now();
   cl::ParseCommandLineOptions(argc, argv, "Osprey ONNX compiler\n");
@@ -279,14 +530,44 @@ int main(int argc, char **argv) {
           "-o <path>.osp (the object and header go beside it)"));
     }
   }
-  auto imported = onnximport::importOnnxFile(inputFile);
-  if (!imported.ok()) {
-    return fail(imported.status());
+  // The model, pinned to --input-shape. The flags are copied first: the
+  // linker resets them, and --quantize compiles before the main pipeline.
+  const std::vector<std::string> shapeSpecs(inputShapes.begin(),
+                                            inputShapes.end());
+  const std::string modelFile = inputFile;
+  auto loadModel = [&]() -> absl::StatusOr<std::unique_ptr<graph::Graph>> {
+    auto imported = onnximport::importOnnxFile(modelFile);
+    if (!imported.ok()) {
+      return imported.status();
+    }
+    if (absl::Status s = pinInputShapes(**imported, shapeSpecs); !s.ok()) {
+      return s;
+    }
+    return std::move(*imported);
+  };
+  auto quantizeSettings = parseQuantizeFlags();
+  if (!quantizeSettings.ok()) {
+    return fail(quantizeSettings.status());
   }
-  graph::Graph &g = **imported;
-  if (absl::Status s = pinInputShapes(g); !s.ok()) {
-    return fail(s);
+  std::optional<QuantizeRun> quantized;
+  std::unique_ptr<graph::Graph> model;
+  if (*quantizeSettings) {
+    auto run = quantizeModel(loadModel, **quantizeSettings, model);
+    if (!run.ok()) {
+      return fail(run.status());
+    }
+    quantized = std::move(*run);
+    // Calibration linked modules, which reset every flag: read them again.
+    cl::ResetAllOptionOccurrences();
+    cl::ParseCommandLineOptions(argc, argv, "Osprey ONNX compiler\n");
+  } else {
+    auto loaded = loadModel();
+    if (!loaded.ok()) {
+      return fail(loaded.status());
+    }
+    model = std::move(*loaded);
   }
+  graph::Graph &g = *model;
   std::set<std::string> printAfter(printIrAfter.begin(), printIrAfter.end());
   if (printAfter.count("import") || printAfter.count("all")) {
     llvm::errs() << "// ----- IR after import ----- //\n";
@@ -557,6 +838,14 @@ int main(int argc, char **argv) {
     llvm::sys::path::replace_extension(path, file.extension);
     if (!writeBinary(path.str().str(), file.bytes)) {
       return 1;
+    }
+  }
+  if (quantized) {
+    if (absl::Status s = reportQuantization(*quantized, loadModel, outputPath,
+                                            format, targetName,
+                                            offload != nullptr);
+        !s.ok()) {
+      return fail(s);
     }
   }
   if (!reportPath.empty()) {

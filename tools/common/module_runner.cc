@@ -147,6 +147,13 @@ StatusOr<std::unique_ptr<ModuleRunner>> ModuleRunner::Create(const RunOptions& o
   return runner;
 }
 
+Status ModuleRunner::SetInputs(const std::vector<std::string>& specs) {
+  input_values_.clear();
+  host_inputs_.clear();
+  input_views_.clear();
+  return PrepareInputs(specs);
+}
+
 Status ModuleRunner::PrepareInputs(const std::vector<std::string>& specs) {
   const std::string signature = function_.signature();
   const std::string arg_types = signature.substr(0, signature.find(':'));

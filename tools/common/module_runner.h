@@ -53,6 +53,10 @@ class ModuleRunner {
   // the function and uploads the inputs. Errors name the failing step.
   static StatusOr<std::unique_ptr<ModuleRunner>> Create(const RunOptions& options);
 
+  // Replaces the prepared inputs (same forms as RunOptions::inputs), e.g. to
+  // call the loaded module on another sample.
+  Status SetInputs(const std::vector<std::string>& specs);
+
   // Calls the function once with the prepared inputs and reads every
   // output back.
   StatusOr<std::vector<HostTensor>> CallAndRead();
