@@ -595,9 +595,9 @@ static bool isWideningIntegerRoot(const StructuredProgram &p,
 std::optional<GemmPlan> planGemm(const StructuredProgram &p,
                                  const StructuredOp &root) {
   OpClass cls = root.classify();
-  if (!(isFloatRoot(p, root) || isWideningIntegerRoot(p, root)) ||
+  if ((cls != OpClass::Contraction && cls != OpClass::Convolution) ||
+      !(isFloatRoot(p, root) || isWideningIntegerRoot(p, root)) ||
       root.winograd ||
-      (cls != OpClass::Contraction && cls != OpClass::Convolution) ||
       root.inputs.size() != 2 || !root.init || !root.output.map.isProjectedPermutation() ||
       root.output.map.results.empty()) {
     return std::nullopt;

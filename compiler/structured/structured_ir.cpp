@@ -204,6 +204,9 @@ bool ScalarBody::isCopy() const {
 }
 
 bool ScalarBody::isMultiplyAccumulate() const {
+  if (result_ >= nodes_.size()) {
+    return false; // no body (external ops)
+  }
   const ScalarNode &add = nodes_[result_];
   if (add.kind != ScalarKind::Add) {
     return false;
@@ -225,6 +228,9 @@ bool ScalarBody::isMultiplyAccumulate() const {
 }
 
 bool ScalarBody::isWideningMultiplyAccumulate() const {
+  if (result_ >= nodes_.size()) {
+    return false; // no body (external ops)
+  }
   const ScalarNode &add = nodes_[result_];
   if (add.kind != ScalarKind::Add) {
     return false;
