@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <set>
@@ -922,6 +923,35 @@ private:
     return v;
   }
 
+  // The smallest and largest value body node |node| of |o| takes when it is
+  // a constant or reads a constant i32 tensor (per-channel shifts).
+  std::optional<ShiftRange> valueRange(const StructuredOp &o, unsigned node) {
+    const structured::ScalarNode &n = o.body.nodes()[node];
+    if (n.kind == ScalarKind::Const) {
+      return ShiftRange{int64_t(n.value), int64_t(n.value)};
+    }
+    if (n.kind != ScalarKind::Input || n.index >= o.inputs.size()) {
+      return std::nullopt;
+    }
+    const structured::TensorInfo &info =
+        p_.program.tensors[o.inputs[n.index].tensor];
+    if (!info.constant || info.type.elementType() != ElementType::I32) {
+      return std::nullopt;
+    }
+    llvm::ArrayRef<uint8_t> bytes = info.constant->bytes();
+    if (bytes.empty() || bytes.size() % 4 != 0) {
+      return std::nullopt;
+    }
+    ShiftRange range{INT64_MAX, INT64_MIN};
+    for (size_t at = 0; at < bytes.size(); at += 4) {
+      int32_t value;
+      std::memcpy(&value, bytes.data() + at, 4);
+      range.min = std::min<int64_t>(range.min, value);
+      range.max = std::max<int64_t>(range.max, value);
+    }
+    return range;
+  }
+
   // Emits |o|'s body at |ivs| (|acc|: a reduction's accumulator). Values
   // carry their element type; the result has the type of |o|'s output.
   absl::StatusOr<llvm::Value *> evalBody(const StructuredOp &o,
@@ -1153,7 +1183,8 @@ private:
           return unimplemented(o, "requantization of " + typeName(argTy[0]) +
                                       " (i32 only)");
         }
-        v[i] = emitRequantize(b_, a(0), a(1), a(2));
+        v[i] = emitRequantize(b_, a(0), a(1), a(2),
+                              valueRange(o, n.operands[2]));
         break;
       case ScalarKind::Select:
         if (argTy[1] != argTy[2]) {

@@ -6,30 +6,41 @@
 namespace osprey::compiler::llvm_cpu {
 
 llvm::Value *emitRequantize(llvm::IRBuilderBase &b, llvm::Value *x,
-                            llvm::Value *m, llvm::Value *s) {
+                            llvm::Value *m, llvm::Value *s,
+                            std::optional<ShiftRange> range) {
   llvm::Type *i32 = x->getType();
   llvm::Type *i64 = b.getInt64Ty();
   auto c32 = [&](int64_t v) { return llvm::ConstantInt::getSigned(i32, v); };
   auto c64 = [&](int64_t v) { return llvm::ConstantInt::getSigned(i64, v); };
-  llvm::Value *left = b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, s, c32(0));
-  llvm::Value *right = b.CreateBinaryIntrinsic(
-      llvm::Intrinsic::smax, b.CreateSub(c32(0), s), c32(0));
-  llvm::Value *a =
-      b.CreateBinaryIntrinsic(llvm::Intrinsic::sshl_sat, x, left);
-  // (a * m + nudge) / 2^31 truncating toward zero, nudge = +-2^30 rounding
-  // half away from zero; |a * m| < 2^62, and the quotient fits 32 bits.
+  // Shifts known to stay on one side of 0 drop the other side's code (a
+  // convolution's per-channel shifts are usually all <= 0).
+  bool mayLeft = !range || range->max > 0;
+  bool mayRight = !range || range->min < 0;
+  llvm::Value *a = x;
+  if (mayLeft) {
+    llvm::Value *left =
+        mayRight ? b.CreateBinaryIntrinsic(llvm::Intrinsic::smax, s, c32(0))
+                 : s;
+    a = b.CreateBinaryIntrinsic(llvm::Intrinsic::sshl_sat, x, left);
+  }
+  // The reference's (a * m + nudge) / 2^31 truncating toward zero, with
+  // nudge = 2^30 for a * m >= 0 and 1 - 2^30 otherwise, is
+  // floor((a * m + 2^30) / 2^31) for every product: for a negative t =
+  // a * m + 1 - 2^30 truncation is floor((t + 2^31 - 1) / 2^31). So one add
+  // and an arithmetic shift; |a * m| < 2^62 and the quotient fits 32 bits.
   llvm::Value *p = b.CreateMul(b.CreateSExt(a, i64), b.CreateSExt(m, i64), "",
                                /*HasNUW=*/false, /*HasNSW=*/true);
-  llvm::Value *nudge = b.CreateSelect(b.CreateICmpSGE(p, c64(0)),
-                                      c64(int64_t{1} << 30),
-                                      c64(1 - (int64_t{1} << 30)));
-  // Division by 2^31 toward zero as shifts (no 64-bit division helper):
-  // negative values are biased by 2^31 - 1 before the arithmetic shift.
-  llvm::Value *t = b.CreateAdd(p, nudge, "", false, true);
-  llvm::Value *bias =
-      b.CreateAnd(b.CreateAShr(t, c64(63)), c64((int64_t{1} << 31) - 1));
-  llvm::Value *high =
-      b.CreateTrunc(b.CreateAShr(b.CreateAdd(t, bias), c64(31)), i32);
+  llvm::Value *high = b.CreateTrunc(
+      b.CreateAShr(b.CreateAdd(p, c64(int64_t{1} << 30), "", false, true),
+                   c64(31)),
+      i32);
+  if (!mayRight) {
+    return high;
+  }
+  llvm::Value *right =
+      mayLeft ? b.CreateBinaryIntrinsic(llvm::Intrinsic::smax,
+                                        b.CreateSub(c32(0), s), c32(0))
+              : b.CreateSub(c32(0), s);
   // Rounding right shift: floor(high / 2^right), plus one when the
   // remainder exceeds half (or equals it for negative values' threshold).
   llvm::Value *mask = b.CreateSub(b.CreateShl(c32(1), right), c32(1));

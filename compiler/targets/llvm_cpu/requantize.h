@@ -6,6 +6,9 @@
 #ifndef OSPREY_COMPILER_TARGETS_LLVM_CPU_REQUANTIZE_H_
 #define OSPREY_COMPILER_TARGETS_LLVM_CPU_REQUANTIZE_H_
 
+#include <cstdint>
+#include <optional>
+
 #include "llvm/IR/IRBuilder.h"
 
 namespace osprey::compiler::llvm_cpu {
@@ -16,8 +19,15 @@ namespace osprey::compiler::llvm_cpu {
 // be in [0, 2^31 - 1] and |s| in [-31, 30], which the canonical ops'
 // verifier guarantees, so the one overflowing product (INT32_MIN *
 // INT32_MIN) cannot occur. Bit-exact with drivers/npu/reference.
+// |range|, when given, bounds every value |s| takes (e.g. the per-channel
+// shifts of a constant tensor); code for shift directions outside it is
+// left out.
+struct ShiftRange {
+  int64_t min, max;
+};
 llvm::Value *emitRequantize(llvm::IRBuilderBase &b, llvm::Value *x,
-                            llvm::Value *m, llvm::Value *s);
+                            llvm::Value *m, llvm::Value *s,
+                            std::optional<ShiftRange> range = std::nullopt);
 // a + b saturated to the range of their integer type.
 llvm::Value *emitAddSat(llvm::IRBuilderBase &b, llvm::Value *a,
                         llvm::Value *c);
