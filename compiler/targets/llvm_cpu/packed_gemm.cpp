@@ -398,6 +398,7 @@ public:
         transposed_ = true;
         directB_ = direct;
         kc_ = kc;
+        kRows_ = kc_;
       }
     }
     return true;
