@@ -565,8 +565,7 @@ int64_t largestDivisorUpTo(int64_t bound, int64_t limit) {
 
 } // namespace
 
-// Whether |root| reads and writes f32 only: the depthwise and Winograd code
-// paths and their tile plans are f32.
+// Whether |root| reads and writes f32 only.
 static bool isFloatRoot(const StructuredProgram &p, const StructuredOp &root) {
   auto f32 = [&](unsigned t) {
     return p.tensors[t].type.elementType() == ElementType::F32;
@@ -699,7 +698,8 @@ std::optional<GemmPlan> planGemm(const StructuredProgram &p,
 
 std::optional<RowConvPlan> planRowConv(const StructuredProgram &p,
                                        const StructuredOp &root) {
-  if (!isFloatRoot(p, root) || root.classify() != OpClass::Convolution ||
+  if (root.classify() != OpClass::Convolution ||
+      !(isFloatRoot(p, root) || isWideningIntegerRoot(p, root)) ||
       root.inputs.size() != 2 || !root.init ||
       root.output.map.results.size() < 2 || planGemm(p, root)) {
     return std::nullopt;

@@ -47,7 +47,13 @@ using structured::StructuredOp;
 absl::Status DepthwiseConvEmitter::emit(llvm::ArrayRef<llvm::Value *> loIn,
                                         llvm::ArrayRef<llvm::Value *> hiIn) {
   const StructuredOp &op = root();
-  f32_ = b_.getFloatTy();
+  graph::ElementType in =
+      p_.program.tensors[op.inputs[plan_.b].tensor].type.elementType();
+  int_ = in != graph::ElementType::F32;
+  f32_ = int_ ? b_.getInt32Ty() : b_.getFloatTy();
+  srcTy_ = in == graph::ElementType::I8    ? b_.getInt8Ty()
+           : in == graph::ElementType::I16 ? b_.getInt16Ty()
+                                           : f32_;
   vecTy_ = vw_ > 1 ? llvm::FixedVectorType::get(f32_, vw_) : f32_;
   std::vector<llvm::Value *> lo(loIn.begin(), loIn.end());
   std::vector<llvm::Value *> hi(hiIn.begin(), hiIn.end());
@@ -106,7 +112,7 @@ absl::Status DepthwiseConvEmitter::emit(llvm::ArrayRef<llvm::Value *> loIn,
           if (rolledCount_ > 1) {
             // Several planes sum into one output (grouped
             // convolutions): the sums start at init.
-            llvm::Value *init = splat(llvm::ConstantFP::get(f32_, *op.init));
+            llvm::Value *init = splat(constant(*op.init));
             stepLoop(idx(0), count, vw_, LoopHint::kNoVectorize,
                      [&](llvm::Value *q) {
                        b_.CreateAlignedStore(init, sumsAt(q), llvm::Align(4));
@@ -193,14 +199,11 @@ absl::StatusOr<bool> emitDepthwiseConv(const dispatch::DispatchProgram &program,
                                        const TileHooks &hooks,
                                        const CodegenOptions &options) {
   const StructuredOp &root = program.program.ops[region.ops[0]];
-  if (!allF32(program, root)) {
-    if (!region.prologue.empty()) {
-      return absl::UnimplementedError(
-          "node '" + root.nodeName +
-          "': a non-f32 depthwise convolution with a prologue is not "
-          "implemented");
-    }
-    return false;
+  if (!allF32(program, root) && !region.prologue.empty()) {
+    return absl::UnimplementedError(
+        "node '" + root.nodeName +
+        "': a non-f32 depthwise convolution with a prologue is not "
+        "implemented");
   }
   std::optional<structured::RowConvPlan> plan =
       structured::planRowConv(program.program, root);

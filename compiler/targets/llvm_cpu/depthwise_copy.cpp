@@ -27,13 +27,17 @@ void DepthwiseConvEmitter::fillVectors(llvm::Value *dst, llvm::Value *n,
 // increasing order, then a masked tail.
 void DepthwiseConvEmitter::copySpan(llvm::Value *dst, llvm::Value *to,
                                     llvm::Value *src, llvm::Value *from,
-                                    llvm::Value *n) {
+                                    llvm::Value *n, llvm::Type *srcTy) {
+  srcTy = srcTy ? srcTy : f32_;
+  llvm::Type *srcVec =
+      vw_ > 1 ? llvm::FixedVectorType::get(srcTy, vw_) : srcTy;
+  llvm::Align align(srcTy == f32_ ? 4 : 1);
+  auto widened = [&](llvm::Value *v) { return srcTy == f32_ ? v : widen(v); };
   llvm::Value *full = b_.CreateMul(b_.CreateUDiv(n, idx(vw_)), idx(vw_));
   stepLoop(idx(0), full, vw_, LoopHint::kNoVectorize, [&](llvm::Value *c) {
     b_.CreateAlignedStore(
-        b_.CreateAlignedLoad(vecTy_,
-                             b_.CreateGEP(f32_, src, b_.CreateAdd(from, c)),
-                             llvm::Align(4)),
+        widened(b_.CreateAlignedLoad(
+            srcVec, b_.CreateGEP(srcTy, src, b_.CreateAdd(from, c)), align)),
         at(dst, b_.CreateAdd(to, c)), llvm::Align(4));
   });
   if (vw_ == 1) {
@@ -47,10 +51,10 @@ void DepthwiseConvEmitter::copySpan(llvm::Value *dst, llvm::Value *to,
   llvm::Value *mask = b_.CreateICmpULT(llvm::ConstantVector::get(steps),
                                        b_.CreateVectorSplat(vw_, rem));
   llvm::Value *v = b_.CreateMaskedLoad(
-      vecTy_, b_.CreateGEP(f32_, src, b_.CreateAdd(from, full)), llvm::Align(4),
+      srcVec, b_.CreateGEP(srcTy, src, b_.CreateAdd(from, full)), align,
       mask);
-  b_.CreateMaskedStore(v, at(dst, b_.CreateAdd(to, full)), llvm::Align(4),
-                       mask);
+  b_.CreateMaskedStore(widened(v), at(dst, b_.CreateAdd(to, full)),
+                       llvm::Align(4), mask);
 }
 
 // Copies the input rows of output rows [r0, r0 + rb) into the planes.
@@ -77,8 +81,15 @@ void DepthwiseConvEmitter::copyPlanes(llvm::Value *r0, llvm::Value *rb) {
       inside = b_.CreateAnd(inside, b_.CreateICmpULT(v, idx(dims[k])));
     }
   }
-  llvm::Value *pad =
-      llvm::ConstantFP::get(f32_, in.padValue ? *in.padValue : 0.0);
+  // The padding value in the planes' type, and as an input element.
+  llvm::Value *pad = constant(in.padValue ? *in.padValue : 0.0);
+  llvm::Value *srcPad =
+      int_ ? llvm::ConstantInt::get(srcTy_, int64_t(in.padValue ? *in.padValue
+                                                                : 0.0))
+           : pad;
+  llvm::Type *srcVec =
+      vw_ > 1 ? llvm::FixedVectorType::get(srcTy_, vw_) : srcTy_;
+  llvm::Align srcAlign(int_ ? 1 : 4);
   int64_t height = dims[plan_.rowResult], width = dims[last];
   int64_t rowConst = in.map.results[plan_.rowResult].constant;
   // Row copies go straight into the plane without column phases, else
@@ -91,7 +102,7 @@ void DepthwiseConvEmitter::copyPlanes(llvm::Value *r0, llvm::Value *rb) {
   // Plain (not inbounds) address arithmetic: the left padding puts the
   // row start before the tensor.
   llvm::Value *src =
-      b_.CreateGEP(f32_, hooks_.base(in.tensor), b_.CreateAdd(base, colBase));
+      b_.CreateGEP(srcTy_, hooks_.base(in.tensor), b_.CreateAdd(base, colBase));
   loop(idx(0), b_.CreateAdd(rb, idx(khx_)), [&](llvm::Value *r) {
     for (int64_t rph = 0; rph < sh_; ++rph) {
       llvm::Value *inRow = b_.CreateAdd(
@@ -104,7 +115,7 @@ void DepthwiseConvEmitter::copyPlanes(llvm::Value *r0, llvm::Value *rb) {
         // input read nothing) split into column phases in registers.
         llvm::Value *safeRow = b_.CreateSelect(ok, inRow, idx(0));
         llvm::Value *rowSrc = b_.CreateGEP(
-            f32_, src, b_.CreateMul(safeRow, idx(strides[plan_.rowResult])));
+            srcTy_, src, b_.CreateMul(safeRow, idx(strides[plan_.rowResult])));
         llvm::Value *hiCol = b_.CreateSelect(ok, c1, c0);
         auto load = [&](llvm::Value *t) {
           llvm::Type *i32 = b_.getInt32Ty();
@@ -120,8 +131,9 @@ void DepthwiseConvEmitter::copyPlanes(llvm::Value *r0, llvm::Value *rb) {
                   lanes, b_.CreateVectorSplat(vw_, b_.CreateTrunc(c0, i32))),
               b_.CreateICmpSLT(lanes, b_.CreateVectorSplat(
                                           vw_, b_.CreateTrunc(hiCol, i32))));
-          return b_.CreateMaskedLoad(vecTy_, b_.CreateGEP(f32_, rowSrc, t),
-                                     llvm::Align(4), mask, splat(pad));
+          return widen(b_.CreateMaskedLoad(
+              srcVec, b_.CreateGEP(srcTy_, rowSrc, t), srcAlign, mask,
+              splat(srcPad)));
         };
         if (sw_ == 1) {
           stepLoop(idx(0), idx(wq_), vw_, LoopHint::kNoVectorize,
@@ -158,9 +170,9 @@ void DepthwiseConvEmitter::copyPlanes(llvm::Value *r0, llvm::Value *rb) {
             fillScalars(dst, idx(0), c0, pad);
             copySpan(dst, c0,
                      b_.CreateGEP(
-                         f32_, src,
+                         srcTy_, src,
                          b_.CreateMul(inRow, idx(strides[plan_.rowResult]))),
-                     c0, b_.CreateSub(c1, c0));
+                     c0, b_.CreateSub(c1, c0), srcTy_);
             fillScalars(dst, c1, idx(len), pad);
           },
           "dw_pad_row", [&] { fillVectors(dst, idx(len), pad); }, "dw_row");
@@ -173,7 +185,7 @@ void DepthwiseConvEmitter::copyPlanes(llvm::Value *r0, llvm::Value *rb) {
   llvm::Value *end = b_.CreateMul(b_.CreateAdd(rb, idx(khx_)), idx(wq_));
   for (int64_t ph = 0; ph < phases_; ++ph) {
     for (int64_t k = 0; k < roundUp(lanes_, vw_); k += vw_) {
-      b_.CreateAlignedStore(splat(llvm::ConstantFP::get(f32_, 0.0)),
+      b_.CreateAlignedStore(splat(constant(0.0)),
                             planeAt(ph, b_.CreateAdd(end, idx(k))),
                             llvm::Align(4));
     }

@@ -65,9 +65,11 @@ private:
                    llvm::Value *value);
   // Stores vectors of |value| over dst[0, n) rounded up to whole vectors.
   void fillVectors(llvm::Value *dst, llvm::Value *n, llvm::Value *value);
-  // Copies src[from, from + n) to dst[to, to + n).
+  // Copies src[from, from + n) to dst[to, to + n); |srcTy|, when given,
+  // is the type of src's elements (the input's i8/i16, widened).
   void copySpan(llvm::Value *dst, llvm::Value *to, llvm::Value *src,
-                llvm::Value *from, llvm::Value *n);
+                llvm::Value *from, llvm::Value *n,
+                llvm::Type *srcTy = nullptr);
   // Copies the input rows of output rows [r0, r0 + rb) into the planes.
   void copyPlanes(llvm::Value *r0, llvm::Value *rb);
   // Splits a row buffer (|src|, else row_) by column phase into plane row
@@ -156,6 +158,30 @@ private:
   llvm::Value *splat(llvm::Value *v) {
     return vw_ > 1 ? b_.CreateVectorSplat(vw_, v) : v;
   }
+  // |v| as a constant of the planes' element type.
+  llvm::Constant *constant(double v) {
+    return int_ ? llvm::ConstantInt::get(f32_, int64_t(v))
+                : llvm::ConstantFP::get(f32_, v);
+  }
+  // An input value (scalar or vector) in the planes' element type: i8/i16
+  // inputs of integer convolutions sign-extend to i32.
+  llvm::Value *widen(llvm::Value *v) {
+    if (!int_) {
+      return v;
+    }
+    auto *vec = llvm::dyn_cast<llvm::VectorType>(v->getType());
+    return b_.CreateSExt(v, vec ? llvm::VectorType::get(f32_, vec) : f32_);
+  }
+  // acc + x * w (f32 multiply-add, or wrapping i32 arithmetic).
+  llvm::Value *multiplyAdd(llvm::Value *x, llvm::Value *w, llvm::Value *acc) {
+    if (int_) {
+      llvm::Value *p = b_.CreateMul(x, w);
+      return acc ? b_.CreateAdd(acc, p) : p;
+    }
+    return acc ? b_.CreateIntrinsic(llvm::Intrinsic::fmuladd,
+                                    {x->getType()}, {x, w, acc})
+               : b_.CreateFMul(x, w);
+  }
   llvm::Value *at(llvm::Value *base, llvm::Value *off) {
     return b_.CreateInBoundsGEP(f32_, base, off);
   }
@@ -190,7 +216,10 @@ private:
   // Computed in flattened plane coordinates (else row by row); epilogue
   // over flattened output positions (see flatEpilogue()).
   bool flat_ = false, dense_ = false, direct_ = false;
-  llvm::Type *f32_ = nullptr, *vecTy_ = nullptr;
+  // Element type of the planes and sums (f32, or i32 for integer
+  // convolutions: int_), its vector, and the input's element type.
+  llvm::Type *f32_ = nullptr, *vecTy_ = nullptr, *srcTy_ = nullptr;
+  bool int_ = false;
   std::vector<llvm::Value *> lo_, hi_;
   llvm::AllocaInst *plane_ = nullptr, *sums_ = nullptr, *row_ = nullptr;
   // Scratch of the current plane (a slot of plane_ and sums_ in batches).

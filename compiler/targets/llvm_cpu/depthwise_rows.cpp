@@ -39,7 +39,7 @@ void DepthwiseConvEmitter::compute(llvm::Value *rb, bool accumulate,
         ivs_[*plan_.kw] = idx(kw);
       }
       int64_t r = kh * dh_, c = kw * dw_;
-      taps.push_back({splat(hooks_.load(op.inputs[plan_.a], ivs_)),
+      taps.push_back({splat(widen(hooks_.load(op.inputs[plan_.a], ivs_))),
                       (r % sh_) * sw_ + c % sw_, (r / sh_) * wq_ + c / sw_});
     }
   }
@@ -49,7 +49,7 @@ void DepthwiseConvEmitter::compute(llvm::Value *rb, bool accumulate,
   if (plan_.kw) {
     ivs_[*plan_.kw] = savedW;
   }
-  llvm::Value *init = splat(llvm::ConstantFP::get(f32_, *op.init));
+  llvm::Value *init = splat(constant(*op.init));
   llvm::Value *ow = b_.CreateSub(hi_[plan_.col], lo_[plan_.col]);
   llvm::Value *segments = flat_ ? idx(1) : rb;
   llvm::Value *segment =
@@ -80,9 +80,7 @@ void DepthwiseConvEmitter::compute(llvm::Value *rb, bool accumulate,
                   planeAt(t.phase,
                           b_.CreateAdd(q, idx(u * vw_ + v * wq_ + t.offset))),
                   llvm::Align(4));
-              acc = first ? b_.CreateFMul(x, t.weight)
-                          : b_.CreateIntrinsic(llvm::Intrinsic::fmuladd,
-                                               {vecTy_}, {x, t.weight, acc});
+              acc = multiplyAdd(x, t.weight, first ? nullptr : acc);
               first = false;
             }
             if (status) {
