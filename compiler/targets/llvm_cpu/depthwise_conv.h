@@ -10,7 +10,9 @@
 
 namespace osprey::compiler::llvm_cpu {
 
-// If the region's root is f32, has a structured::RowConvPlan and one row of
+// If the region's root (f32, or i8/i16 operands accumulating in i32, whose
+// planes then hold the input widened to i32) has a structured::RowConvPlan
+// and one row of
 // its planes fits the target's scratch budget, emits the workgroup's tile
 // (loop ranges [lo[d], hi[d]) per root loop) at the builder's insertion
 // point inside |fn| and returns true: per plane and block of output rows,

@@ -272,8 +272,7 @@ protected:
   std::vector<llvm::Value *> ivs_;
 };
 
-// Whether |op|'s output and inputs are all f32 (the tile emitters handle
-// f32 only).
+// Whether |op|'s output and inputs are all f32.
 inline bool allF32(const dispatch::DispatchProgram &program,
                    const structured::StructuredOp &op) {
   auto f32 = [&](unsigned t) {
