@@ -25,6 +25,7 @@
 #include "compiler/targets/llvm_cpu/packed_gemm.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "compiler/structured/fusion.h"
@@ -413,9 +414,12 @@ public:
       panel_->setAlignment(llvm::Align(64));
     }
     if (pairs_) {
-      aPanel_ = b_.CreateAlloca(llvm::ArrayType::get(f32, shape_.mr * kRows_),
-                                nullptr, "a_panel");
-      aPanel_->setAlignment(llvm::Align(64));
+      prepacked_ = prepackedA();
+      if (!prepacked_) {
+        aPanel_ = b_.CreateAlloca(
+            llvm::ArrayType::get(f32, shape_.mr * kRows_), nullptr, "a_panel");
+        aPanel_->setAlignment(llvm::Align(64));
+      }
     }
     int64_t accSize = transposed_ ? nRowsT_ * mPadT_ : mPad_ * nPad_;
     accs_ = b_.CreateAlloca(llvm::ArrayType::get(f32, accSize), nullptr,
@@ -570,7 +574,7 @@ public:
           rows = b_.CreateSelect(b_.CreateICmpSLT(rows, idx(shape_.mr)),
                                  rows, idx(shape_.mr));
           llvm::Value *aRow =
-              pairs_ ? aPanel_
+              pairs_ ? aPairs_
                      : b_.CreateInBoundsGEP(
                            f32, aBase,
                            b_.CreateAdd(
@@ -602,7 +606,20 @@ public:
           // The block's rows of A are packed once, then meet every column
           // chunk (the panel streams from L2).
           loop(idx(0), mBlocks, [&](llvm::Value *mb) {
-            packA(aBase, aOff, aK, lda, lo[plan_.mLoop], mExt, mb, kc);
+            if (prepacked_) {
+              // Block (lo / MR + mb), pair k0 / 2 of the compile-time copy.
+              llvm::Value *blockIndex = b_.CreateAdd(
+                  b_.CreateUDiv(lo[plan_.mLoop], idx(shape_.mr)), mb);
+              aPairs_ = b_.CreateInBoundsGEP(
+                  b_.getInt32Ty(), prepacked_,
+                  b_.CreateMul(
+                      b_.CreateAdd(b_.CreateMul(blockIndex, idx(kPairs_)),
+                                   b_.CreateUDiv(k0, idx(2))),
+                      idx(shape_.mr)));
+            } else {
+              packA(aBase, aOff, aK, lda, lo[plan_.mLoop], mExt, mb, kc);
+              aPairs_ = aPanel_;
+            }
             loop(idx(0), nChunks, [&](llvm::Value *c) { block(c, mb); });
           });
         } else if (chunks_ <= kRowsOuterChunks) {
@@ -749,6 +766,77 @@ private:
     });
     loop(last, hi, checked);
     ivs_[d] = lo;
+  }
+
+  // On vector targets (hosts: the copy's size does not matter there), a
+  // constant A whose tiles start at whole blocks of MR rows is packed at
+  // compile time, once, instead of per pixel tile: words [block][pair][row]
+  // over all of K (chunks start at even steps), rows past M and the step
+  // past K zero. Returns the module constant, or nullptr.
+  llvm::GlobalVariable *prepackedA() {
+    const structured::OperandAccess &a = root().inputs[plan_.a];
+    const structured::TensorInfo &info = p_.program.tensors[a.tensor];
+    int64_t mr = shape_.mr, m = root().bounds[plan_.mLoop];
+    bool wide = info.type.elementType() == graph::ElementType::I16;
+    int64_t bytes = wide ? 2 : 1;
+    if (shape_.vectorWidth == 1 || !info.constant ||
+        !info.type.hasStaticShape() ||
+        int64_t(info.constant->bytes().size()) !=
+            info.type.numElements() * bytes ||
+        (maxExtent(plan_.mLoop) % mr != 0 && maxExtent(plan_.mLoop) != m)) {
+      return nullptr;
+    }
+    for (unsigned d : plan_.batchLoops) {
+      if (plan_.aStrides[d] != 0) {
+        return nullptr;
+      }
+    }
+    int64_t aK = plan_.aStrides[plan_.kLoops.front()];
+    for (unsigned d : plan_.kLoops) {
+      if (root().bounds[d] > 1) {
+        aK = plan_.aStrides[d];
+      }
+    }
+    int64_t lda = plan_.aStrides[plan_.mLoop];
+    kPairs_ = (k_ + 1) / 2;
+    std::string name = "constant_" + info.name + "_pairs" +
+                       std::to_string(mr) + "_" + std::to_string(lda) + "_" +
+                       std::to_string(aK) + "_" +
+                       std::to_string(plan_.aOffset);
+    if (llvm::GlobalVariable *g = m_.getNamedGlobal(name)) {
+      return g;
+    }
+    llvm::ArrayRef<uint8_t> data = info.constant->bytes();
+    auto element = [&](int64_t row, int64_t k) -> int32_t {
+      if (row >= m || k >= k_) {
+        return 0;
+      }
+      int64_t at = (plan_.aOffset + row * lda + k * aK) * bytes;
+      if (wide) {
+        int16_t v;
+        std::memcpy(&v, data.data() + at, 2);
+        return v;
+      }
+      return static_cast<int8_t>(data[at]);
+    };
+    int64_t blocks = (m + mr - 1) / mr;
+    std::vector<uint32_t> words;
+    words.reserve(blocks * kPairs_ * mr);
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      for (int64_t pr = 0; pr < kPairs_; ++pr) {
+        for (int64_t r = 0; r < mr; ++r) {
+          int64_t row = blk * mr + r;
+          words.push_back((uint32_t(element(row, 2 * pr)) & 0xffffu) |
+                          (uint32_t(element(row, 2 * pr + 1)) << 16));
+        }
+      }
+    }
+    llvm::Constant *init = llvm::ConstantDataArray::get(ctx_, words);
+    auto *g = new llvm::GlobalVariable(m_, init->getType(), true,
+                                       llvm::GlobalValue::InternalLinkage,
+                                       init, name);
+    g->setAlignment(llvm::Align(64));
+    return g;
   }
 
   // Packs the chunk's |kc| reduction steps of rows |mb| * MR .. + MR of the
@@ -1144,6 +1232,11 @@ private:
   bool pairs_ = false;
   int64_t kRows_ = 0;
   llvm::AllocaInst *aPanel_ = nullptr;
+  // A packed at compile time (prepackedA()), its pairs per block row, and
+  // the current block's words (aPanel_ or a block of prepacked_).
+  llvm::GlobalVariable *prepacked_ = nullptr;
+  int64_t kPairs_ = 0;
+  llvm::Value *aPairs_ = nullptr;
   // Transposed tiles (columnPanelsOfA): pixel blocks of mrT_, nRowsT_ rows
   // of mPadT_ accumulators; directB_ when B is read in place with
   // reduction stride bK_.
