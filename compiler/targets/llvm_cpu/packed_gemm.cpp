@@ -13,6 +13,13 @@
 // A (weights of a convolution, the left matrix of a matmul) is read in place
 // with one broadcast per row and reduction step.
 //
+// Integer roots (i8/i16 operands, i32 accumulators; GemmElements::kI16Pairs)
+// run the same loops on 32-bit words holding two reduction steps as i16:
+// the panel rows are pairs of steps, A is packed the same way (at compile
+// time on vector targets, else per chunk and block of MR rows), and the
+// microkernel does one pair multiply-add per word. Rows of A are always the
+// outer loop there, so a packed block meets every column chunk.
+//
 // Transposed tiles: when A has its M axis innermost (constant weights of
 // small pixel tiles get such a copy from structured::relayoutGemmOperands),
 // vector targets compute C^T instead, vectors along M: the kernel
