@@ -14,9 +14,8 @@
 
 #include "compiler/dispatch/dispatch_ir.h"
 #include "compiler/graph/passes/pass_manager.h"
-#include "compiler/structured/fusion.h"
-#include "compiler/structured/lowering/lower_graph.h"
 #include "compiler/targets/llvm_cpu/llvm_cpu_target.h"
+#include "compiler/tools/cpu_pipeline.h"
 #include "compiler/tools/fusion_flags.h"
 #include "compiler/tools/llvm_cpu_flags.h"
 #include "compiler/vm_backend/module_emitter.h"
@@ -92,24 +91,6 @@ std::vector<double> toDoubles(const rt::HostTensor &tensor) {
     values[i] = rt::ElementAsDouble(tensor, i);
   }
   return values;
-}
-
-// Writes |bytes| to a new temporary file (removed with the returned guard).
-absl::StatusOr<std::string> writeTemporary(llvm::ArrayRef<uint8_t> bytes) {
-  llvm::SmallString<128> path;
-  int fd = -1;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("osprey-quantize", "osp", fd, path)) {
-    return absl::InternalError("cannot create a temporary module file: " +
-                               ec.message());
-  }
-  llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
-  out.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
-  out.close();
-  if (out.has_error()) {
-    return absl::InternalError("cannot write '" + path.str().str() + "'");
-  }
-  return path.str().str();
 }
 
 absl::StatusOr<std::unique_ptr<rt::ModuleRunner>>
@@ -210,6 +191,23 @@ readCalibrationDir(const std::string &dir, const graph::Graph &g) {
   return samples;
 }
 
+absl::StatusOr<std::string> writeTemporaryModule(llvm::ArrayRef<uint8_t> bytes) {
+  llvm::SmallString<128> path;
+  int fd = -1;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("osprey-quantize", "osp", fd, path)) {
+    return absl::InternalError("cannot create a temporary module file: " +
+                               ec.message());
+  }
+  llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
+  out.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  out.close();
+  if (out.has_error()) {
+    return absl::InternalError("cannot write '" + path.str().str() + "'");
+  }
+  return path.str().str();
+}
+
 absl::StatusOr<std::vector<uint8_t>> compileHostModule(graph::Graph &g) {
   graph::PassManager pm;
   for (const std::string &name : graph::defaultPipeline()) {
@@ -220,10 +218,6 @@ absl::StatusOr<std::vector<uint8_t>> compileHostModule(graph::Graph &g) {
   if (absl::Status s = pm.run(g); !s.ok()) {
     return s;
   }
-  auto program = structured::lowering::lowerToStructured(g);
-  if (!program.ok()) {
-    return program.status();
-  }
   llvm_cpu::LlvmCpuTargetOptions options;
   options.fusion = tools::fusionOptionsFromFlags();
   options.codegen = tools::codegenOptionsFromFlags(options.fusion);
@@ -231,19 +225,11 @@ absl::StatusOr<std::vector<uint8_t>> compileHostModule(graph::Graph &g) {
   if (!target.ok()) {
     return target.status();
   }
-  if (absl::Status s = structured::fuseAndTile(*program, (*target)->fusionOptions());
-      !s.ok()) {
-    return s;
-  }
-  auto dispatchProgram = dispatch::formDispatchRegions(std::move(*program));
+  auto dispatchProgram = tools::lowerToDispatch(
+      g, **target,
+      tools::planOptionsFromFlags(targets::planOptionsFor(**target)));
   if (!dispatchProgram.ok()) {
     return dispatchProgram.status();
-  }
-  if (absl::Status s = dispatch::planMemory(
-          *dispatchProgram,
-          tools::planOptionsFromFlags(targets::planOptionsFor(**target)));
-      !s.ok()) {
-    return s;
   }
   targets::BuildOptions build;
   build.name = "quantize_host";
@@ -342,7 +328,7 @@ calibrate(const GraphLoader &load, const std::vector<CalibrationSample> &samples
                           "compiling the float model for calibration: " +
                               std::string(bytes.status().message()));
     }
-    auto path = writeTemporary(*bytes);
+    auto path = writeTemporaryModule(*bytes);
     if (!path.ok()) {
       return path.status();
     }

@@ -68,6 +68,10 @@ calibrate(const GraphLoader &load, const std::vector<CalibrationSample> &samples
 // machine's CPU) into module bytes.
 absl::StatusOr<std::vector<uint8_t>> compileHostModule(graph::Graph &g);
 
+// Writes module |bytes| to a new temporary file and returns its path (the
+// caller removes it).
+absl::StatusOr<std::string> writeTemporaryModule(llvm::ArrayRef<uint8_t> bytes);
+
 // The error of one output of the int8 module against the float model over
 // all samples.
 struct OutputError {

@@ -18,6 +18,7 @@
 #include "compiler/targets/target.h"
 #include "compiler/tools/calibration.h"
 #include "compiler/tools/compile_report.h"
+#include "compiler/tools/cpu_pipeline.h"
 #include "compiler/tools/fusion_flags.h"
 #include "compiler/tools/llvm_cpu_flags.h"
 #include "compiler/vm_backend/module_emitter.h"
@@ -442,17 +443,11 @@ static absl::Status reportQuantization(const QuantizeRun &run,
     if (!bytes.ok()) {
       return bytes.status();
     }
-    llvm::SmallString<128> path;
-    int fd = -1;
-    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-            "osprey-quantized", "osp", fd, path)) {
-      return absl::InternalError("cannot create a temporary file: " +
-                                 ec.message());
+    auto path = ptq::writeTemporaryModule(*bytes);
+    if (!path.ok()) {
+      return path.status();
     }
-    llvm::raw_fd_ostream out(fd, /*shouldClose=*/true);
-    out.write(reinterpret_cast<const char *>(bytes->data()), bytes->size());
-    out.close();
-    modulePath = path.str().str();
+    modulePath = *path;
     remover.setFile(modulePath);
     device = "cpu-sync";
   }
@@ -797,20 +792,9 @@ int main(int argc, char **argv) {
   std::optional<dispatch::DispatchProgram> cpuProgram;
   std::optional<targets::Executable> cpuOnly;
   if (withFallback && !npuRegions.empty()) {
-    auto lowered = structured::lowering::lowerToStructured(g);
-    if (!lowered.ok()) {
-      return fail(lowered.status());
-    }
-    if (absl::Status s = structured::fuseAndTile(*lowered, tgt.fusionOptions());
-        !s.ok()) {
-      return fail(s);
-    }
-    auto formed = dispatch::formDispatchRegions(std::move(*lowered));
+    auto formed = tools::lowerToDispatch(g, tgt, planOptions);
     if (!formed.ok()) {
       return fail(formed.status());
-    }
-    if (absl::Status s = dispatch::planMemory(*formed, planOptions); !s.ok()) {
-      return fail(s);
     }
     cpuProgram = std::move(*formed);
     targets::BuildOptions cpuBuild = build;
