@@ -27,6 +27,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "tools/common/module_runner.h"
 #include "tools/common/npy.h"
+#include "vm/opcodes.h"
 
 namespace osprey::compiler::ptq {
 
@@ -243,9 +244,10 @@ absl::StatusOr<std::vector<uint8_t>> compileHostModule(graph::Graph &g) {
 absl::StatusOr<Calibration>
 calibrate(const GraphLoader &load, const std::vector<CalibrationSample> &samples,
           const CalibrationOptions &options) {
-  // The module metadata names at most 254 inputs and outputs: activations
-  // are observed by several modules when there are more.
-  constexpr size_t kMaxInterface = 250;
+  // A VM function takes and returns at most vm::kMaxSignatureValues values
+  // per side: the activations are observed by several modules, each
+  // returning the model's outputs and as many activations as fit.
+  constexpr size_t kMaxValues = vm::kMaxSignatureValues;
   auto first = load();
   if (!first.ok()) {
     return first.status();
@@ -254,13 +256,16 @@ calibrate(const GraphLoader &load, const std::vector<CalibrationSample> &samples
   for (graph::Value *v : observedValues(**first)) {
     observed.push_back(v->name());
   }
-  const size_t fixed = (*first)->inputs().size() + (*first)->outputs().size();
-  if (fixed >= kMaxInterface) {
-    return absl::UnimplementedError("--quantize: the model has " +
-                                    std::to_string(fixed) +
-                                    " inputs and outputs");
+  const size_t inputCount = (*first)->inputs().size();
+  const size_t outputCount = (*first)->outputs().size();
+  if (inputCount > kMaxValues || outputCount >= kMaxValues) {
+    return absl::UnimplementedError(
+        "--quantize: the model has " + std::to_string(inputCount) +
+        " inputs and " + std::to_string(outputCount) +
+        " outputs; calibration needs at most " + std::to_string(kMaxValues) +
+        " inputs and fewer than " + std::to_string(kMaxValues) + " outputs");
   }
-  const size_t perModule = kMaxInterface - fixed;
+  const size_t perModule = kMaxValues - outputCount;
 
   // Which value each output of each calibration module holds.
   struct Observer {
