@@ -44,9 +44,13 @@ Allocator* Allocator::Default() {
 // StaticArenaAllocator
 //===----------------------------------------------------------------------===//
 
-// Blocks tile the arena in address order. Each allocation's header sits just
-// before the returned pointer so Free() can find it.
+// Blocks tile the arena in address order, linked both ways so Free() merges
+// a block with its neighbours in constant time. Each allocation's header sits
+// just before the returned pointer so Free() can find it. |first_free_| is
+// the lowest free block: long-lived allocations made first (the module, the
+// context) fill the front of the arena, and searches start past them.
 struct StaticArenaAllocator::Block {
+  Block* prev;   // Previous block in address order.
   Block* next;   // Next block in address order.
   size_t size;   // Bytes after this header up to |next| (or the arena end).
   bool free;
@@ -66,9 +70,11 @@ StaticArenaAllocator::StaticArenaAllocator(void* memory, size_t size) {
   uintptr_t end = reinterpret_cast<uintptr_t>(memory) + size;
   if (end <= begin || end - begin <= sizeof(Block)) return;
   head_ = reinterpret_cast<Block*>(begin);
+  head_->prev = nullptr;
   head_->next = nullptr;
   head_->size = end - begin - sizeof(Block);
   head_->free = true;
+  first_free_ = head_;
   capacity_ = head_->size;
 }
 
@@ -78,7 +84,7 @@ Status StaticArenaAllocator::Allocate(size_t size, size_t alignment, void** out_
     return InvalidArgumentError("alignment %zu is not a power of two", alignment);
   }
   if (alignment < alignof(BackPointer)) alignment = alignof(BackPointer);
-  for (Block* block = head_; block; block = block->next) {
+  for (Block* block = first_free_; block; block = block->next) {
     if (!block->free) continue;
     uintptr_t data_begin = reinterpret_cast<uintptr_t>(block + 1);
     uintptr_t payload = AlignUp(data_begin + sizeof(BackPointer), alignment);
@@ -88,13 +94,20 @@ Status StaticArenaAllocator::Allocate(size_t size, size_t alignment, void** out_
     uintptr_t tail = AlignUp(payload + size, kHeaderAlign);
     if (tail + sizeof(Block) + kHeaderAlign <= data_end) {
       auto* rest = reinterpret_cast<Block*>(tail);
+      rest->prev = block;
       rest->next = block->next;
       rest->size = data_end - tail - sizeof(Block);
       rest->free = true;
+      if (rest->next) rest->next->prev = rest;
       block->next = rest;
       block->size = tail - data_begin;
     }
     block->free = false;
+    if (block == first_free_) {
+      Block* next = block->next;
+      while (next && !next->free) next = next->next;
+      first_free_ = next;
+    }
     reinterpret_cast<BackPointer*>(payload)[-1].block = block;
     in_use_ += block->size;
     if (in_use_ > peak_) peak_ = in_use_;
@@ -112,13 +125,19 @@ void StaticArenaAllocator::Free(void* ptr) {
   OSPREY_DCHECK(!block->free);
   block->free = true;
   in_use_ -= block->size;
-  // Coalesce every run of free blocks (the list is short on embedded builds).
-  for (Block* b = head_; b; b = b->next) {
-    while (b->free && b->next && b->next->free) {
-      b->size += sizeof(Block) + b->next->size;
-      b->next = b->next->next;
-    }
+  // Merge with the free neighbours.
+  if (Block* next = block->next; next && next->free) {
+    block->size += sizeof(Block) + next->size;
+    block->next = next->next;
+    if (block->next) block->next->prev = block;
   }
+  if (Block* prev = block->prev; prev && prev->free) {
+    prev->size += sizeof(Block) + block->size;
+    prev->next = block->next;
+    if (prev->next) prev->next->prev = prev;
+    block = prev;
+  }
+  if (!first_free_ || block < first_free_) first_free_ = block;
 }
 
 //===----------------------------------------------------------------------===//

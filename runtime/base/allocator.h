@@ -60,7 +60,8 @@ class Allocator {
 };
 
 // A first-fit allocator over caller-provided memory, for bare-metal builds
-// with no heap. Freed blocks coalesce with free neighbours. Not thread-safe.
+// with no heap. Freed blocks coalesce with free neighbours; Free is constant
+// time and searches start at the lowest free block. Not thread-safe.
 class StaticArenaAllocator final : public Allocator {
  public:
   // |memory| is borrowed and must outlive this allocator.
@@ -76,6 +77,7 @@ class StaticArenaAllocator final : public Allocator {
  private:
   struct Block;
   Block* head_ = nullptr;
+  Block* first_free_ = nullptr;
   size_t capacity_ = 0;
   size_t in_use_ = 0;
   size_t peak_ = 0;
