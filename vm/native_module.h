@@ -55,11 +55,17 @@ class NativeCall {
   const Ref& ref(size_t k) const { return args_[k].ref; }
   // Argument |k| as a T of ref type |type|; INVALID_ARGUMENT naming the
   // argument when it is null or has another type.
+  // The name is formatted only on failure: calls check every argument.
   template <typename T>
   Status GetRef(size_t k, const RefType* type, T** out) const {
+    const Ref& ref = args_[k].ref;
+    if (OSPREY_LIKELY(!ref.is_null() && ref.type() == type)) {
+      *out = static_cast<T*>(ref.get());
+      return OkStatus();
+    }
     char what[24];
     FormatArgName(k, what, sizeof(what));
-    return CheckRefType(args_[k].ref, type, what, out);
+    return CheckRefType(ref, type, what, out);
   }
 
   void set_i32(size_t k, int32_t v) { results_[k].i32 = v; }

@@ -71,8 +71,10 @@ class LocalDispatch {
   osprey_dispatch_fn_t function_ = nullptr;
   const osprey_executable_environment_v1_t* environment_ = nullptr;
   osprey_dispatch_state_v1_t state_ = {};
-  void* inline_ptrs_[kInlineBindings] = {};
-  size_t inline_lengths_[kInlineBindings] = {};
+  // Entries [0, binding count) are written by Prepare; the rest are never
+  // read (left uninitialized: a dispatch on cpu-sync constructs one).
+  void* inline_ptrs_[kInlineBindings];
+  size_t inline_lengths_[kInlineBindings];
 };
 
 // Host implementations of the transfer commands over memory the host can
