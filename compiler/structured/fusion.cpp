@@ -696,6 +696,113 @@ std::optional<GemmPlan> planGemm(const StructuredProgram &p,
   return plan;
 }
 
+std::optional<MatVecPlan> planMatVec(const StructuredProgram &p,
+                                     const StructuredOp &root) {
+  auto type = [&](unsigned t) { return p.tensors[t].type.elementType(); };
+  OpClass cls = root.classify();
+  if ((cls != OpClass::Contraction && cls != OpClass::Convolution) ||
+      !isWideningIntegerRoot(p, root) || root.inputs.size() != 2 ||
+      !root.init || type(root.inputs[0].tensor) != ElementType::I8 ||
+      type(root.inputs[1].tensor) != ElementType::I8 ||
+      !root.output.map.isProjectedPermutation() || planGemm(p, root)) {
+    return std::nullopt;
+  }
+  size_t n = root.bounds.size();
+  for (const OperandAccess &in : root.inputs) {
+    if (in.indirect || in.padValue || in.map.numDims != n ||
+        !p.tensors[in.tensor].type.hasStaticShape()) {
+      return std::nullopt;
+    }
+    for (const AffineExpr &e : in.map.results) {
+      if (e.coeffs.size() != n) {
+        return std::nullopt;
+      }
+    }
+  }
+  // w is the input that reads the output's innermost loop.
+  unsigned inner = *root.output.map.results.back().asDim();
+  MatVecPlan plan;
+  bool r0 = readsLoop(root.inputs[0], inner);
+  bool r1 = readsLoop(root.inputs[1], inner);
+  if (r0 == r1) {
+    return std::nullopt;
+  }
+  plan.w = r0 ? 0 : 1;
+  plan.x = 1 - plan.w;
+  const OperandAccess &x = root.inputs[plan.x];
+  const OperandAccess &w = root.inputs[plan.w];
+  bool haveN = false;
+  for (unsigned d = 0; d < n; ++d) {
+    bool rx = readsLoop(x, d), rw = readsLoop(w, d);
+    if (root.iterators[d] != IteratorType::Parallel) {
+      if (!rx || !rw) {
+        return std::nullopt;
+      }
+      plan.kLoops.push_back(d);
+    } else if (rx && rw) {
+      return std::nullopt;
+    } else if (rw) {
+      if (haveN) {
+        return std::nullopt;
+      }
+      haveN = true;
+      plan.nLoop = d;
+    } else if (rx) {
+      plan.mLoops.push_back(d);
+    } else if (root.bounds[d] != 1) {
+      return std::nullopt;
+    }
+  }
+  if (!haveN || plan.kLoops.empty()) {
+    return std::nullopt;
+  }
+  llvm::ArrayRef<int64_t> xDims = p.tensors[x.tensor].type.dims();
+  plan.xStrides.assign(n, 0);
+  int64_t stride = 1;
+  for (size_t k = xDims.size(); k-- > 0;) {
+    const AffineExpr &e = x.map.results[k];
+    for (size_t d = 0; d < n; ++d) {
+      plan.xStrides[d] += e.coeffs[d] * stride;
+    }
+    plan.xOffset += e.constant * stride;
+    stride *= xDims[k];
+  }
+  std::stable_sort(plan.kLoops.begin(), plan.kLoops.end(),
+                   [&](unsigned a, unsigned b) {
+                     return plan.xStrides[a] > plan.xStrides[b];
+                   });
+  int64_t expected = 1;
+  for (size_t i = plan.kLoops.size(); i-- > 0;) {
+    unsigned d = plan.kLoops[i];
+    if (plan.xStrides[d] != expected) {
+      return std::nullopt;
+    }
+    expected *= root.bounds[d];
+  }
+  return plan;
+}
+
+bool hasMatVecRows(const StructuredProgram &p, const StructuredOp &root,
+                   const MatVecPlan &plan) {
+  const OperandAccess &w = root.inputs[plan.w];
+  llvm::ArrayRef<int64_t> dims = p.tensors[w.tensor].type.dims();
+  if (dims.size() != 2 || dims[1] % 4 != 0 ||
+      w.map.results[0].asDim() != plan.nLoop) {
+    return false;
+  }
+  // The second result is k flattened in x's order.
+  const AffineExpr &k = w.map.results[1];
+  int64_t expected = 1;
+  for (size_t i = plan.kLoops.size(); i-- > 0;) {
+    unsigned d = plan.kLoops[i];
+    if (k.coeffs[d] != expected) {
+      return false;
+    }
+    expected *= root.bounds[d];
+  }
+  return k.constant == 0 && expected <= dims[1];
+}
+
 std::optional<RowConvPlan> planRowConv(const StructuredProgram &p,
                                        const StructuredOp &root) {
   if (root.classify() != OpClass::Convolution ||

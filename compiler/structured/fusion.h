@@ -50,6 +50,10 @@ struct FusionOptions {
   // Copies of constant weights with output channels innermost for matrix
   // products over small pixel tiles (relayoutGemmOperands).
   bool transposeGemmWeights = true;
+  // Constant weights of integer matrix-vector products laid out as rows of
+  // reduction steps, four per 32-bit word (the target has a two-pair
+  // multiply-add on words of i16 pairs, Arm DSP SMLAD).
+  bool matVecRows = false;
   DepthwisePrologueOptions depthwisePrologue;
   WinogradOptions winograd;
 };
@@ -117,6 +121,36 @@ struct GemmPlan {
 std::optional<GemmPlan> planGemm(const StructuredProgram &program,
                                  const StructuredOp &root);
 
+// How an integer multiply-accumulate root with too few output rows for a
+// GemmPlan maps onto matrix-vector products y[n] += sum_k x[k] * w[n][k]
+// (fully connected layers at batch 1):
+//  - the root widens i8 operands x and w into an i32 accumulator and reads
+//    both through affine maps without padding;
+//  - nLoop is the one parallel loop only w reads; mLoops are the parallel
+//    loops only x reads (each a separate vector); no loop is read by both
+//    but the reduction loops;
+//  - the reduction loops (kLoops, slowest in x first) flatten into one k
+//    along which x is contiguous: x's element offset is xOffset + the
+//    mLoops' strides (xStrides) + k.
+// w's layout is free (relayoutGemmOperands may give it rows of k).
+struct MatVecPlan {
+  unsigned x = 0;
+  unsigned w = 0;
+  unsigned nLoop = 0;
+  std::vector<unsigned> mLoops;
+  std::vector<unsigned> kLoops;
+  std::vector<int64_t> xStrides; // per root loop
+  int64_t xOffset = 0;
+};
+std::optional<MatVecPlan> planMatVec(const StructuredProgram &program,
+                                     const StructuredOp &root);
+
+// Whether the constant |w| read by a MatVecPlan root has rows of k: a
+// [N][Kp] tensor read at [nLoop][k] with Kp >= K a multiple of 4, so code
+// generators may load four steps of a row per 32-bit word.
+bool hasMatVecRows(const StructuredProgram &program, const StructuredOp &root,
+                   const MatVecPlan &plan);
+
 // Gives GemmPlan roots whose whole N fits one tile of at most 224 elements
 // that is not a whole number of 16-wide vectors (7x7 and 14x14 maps), with
 // at least 128 reduction steps, a compile-time copy of their constant A
@@ -124,6 +158,9 @@ std::optional<GemmPlan> planGemm(const StructuredProgram &program,
 // of them above 1 MiB), and makes them read it, so code generators can
 // vectorize along M (gemm_layout.cpp). Needs the groups' tile sizes. Does
 // nothing unless |options.transposeGemmWeights|.
+// With |options.matVecRows|, MatVecPlan roots with a constant w instead
+// read a copy with rows of k (hasMatVecRows), the same size but for the
+// padding of K to a multiple of 4.
 void relayoutGemmOperands(StructuredProgram &program,
                           const FusionOptions &options);
 

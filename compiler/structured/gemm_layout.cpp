@@ -18,6 +18,11 @@
 // convolution 1.81 -> 1.76 ms). Smaller weights skip that padding: they
 // are the ones of small embedded models, whose flash it would cost (6% of
 // MobileNetV1-0.25 for Cortex-M4, which has no cache to gain).
+//
+// On targets with a two-pair integer multiply-add (FusionOptions::
+// matVecRows), the i8 weights of matrix-vector products (MatVecPlan) get
+// rows of reduction steps instead, so a 32-bit load reads four steps of one
+// output's row.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -170,20 +175,92 @@ void transposeA(StructuredProgram &p, StructuredOp &root, const GemmPlan &plan,
   p.tensors.push_back(std::move(copy));
 }
 
+// Gives MatVecPlan root |root| a copy of its constant i8 weights w with
+// rows of k: w'[n][k] for k < K, zero up to Kp (K rounded up to 4), and
+// makes it read w' at [nLoop][k]. Returns without change when w is not a
+// constant of its type's size.
+void giveMatVecRows(StructuredProgram &p, StructuredOp &root,
+                    const MatVecPlan &plan) {
+  OperandAccess &w = root.inputs[plan.w];
+  const TensorInfo &src = p.tensors[w.tensor];
+  if (!src.constant || src.type.numElements() !=
+                           static_cast<int64_t>(src.constant->size())) {
+    return;
+  }
+  int64_t rows = root.bounds[plan.nLoop];
+  int64_t k = 1;
+  for (unsigned d : plan.kLoops) {
+    k *= root.bounds[d];
+  }
+  int64_t kPad = (k + 3) / 4 * 4;
+  llvm::ArrayRef<int64_t> dims = src.type.dims();
+  const uint8_t *in = src.constant->bytes().data();
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows * kPad), 0);
+  // Walks n and the k loops (x's order, last fastest), evaluating w's map.
+  std::vector<int64_t> ivs(root.bounds.size(), 0);
+  for (int64_t row = 0; row < rows; ++row) {
+    ivs[plan.nLoop] = row;
+    for (unsigned d : plan.kLoops) {
+      ivs[d] = 0;
+    }
+    for (int64_t step = 0; step < k; ++step) {
+      int64_t offset = 0;
+      for (size_t r = 0; r < dims.size(); ++r) {
+        const AffineExpr &e = w.map.results[r];
+        int64_t v = e.constant;
+        for (size_t d = 0; d < ivs.size(); ++d) {
+          v += e.coeffs[d] * ivs[d];
+        }
+        offset = offset * dims[r] + v;
+      }
+      bytes[static_cast<size_t>(row * kPad + step)] = in[offset];
+      for (size_t i = plan.kLoops.size(); i-- > 0;) {
+        unsigned d = plan.kLoops[i];
+        if (++ivs[d] < root.bounds[d]) {
+          break;
+        }
+        ivs[d] = 0;
+      }
+    }
+  }
+  AffineMap map;
+  map.numDims = w.map.numDims;
+  map.results.push_back(AffineExpr::dim(map.numDims, plan.nLoop));
+  AffineExpr flat = AffineExpr::constantExpr(map.numDims, 0);
+  int64_t stride = 1;
+  for (size_t i = plan.kLoops.size(); i-- > 0;) {
+    flat.coeffs[plan.kLoops[i]] = stride;
+    stride *= root.bounds[plan.kLoops[i]];
+  }
+  map.results.push_back(std::move(flat));
+  TensorInfo copy;
+  copy.name = src.name + "_rows";
+  copy.type = TensorType::ranked(ElementType::I8, {rows, kPad});
+  copy.constant = graph::DenseData::fromBytes(std::move(bytes));
+  w.tensor = static_cast<unsigned>(p.tensors.size());
+  w.map = std::move(map);
+  p.tensors.push_back(std::move(copy));
+}
+
 } // namespace
 
 void relayoutGemmOperands(StructuredProgram &p, const FusionOptions &options) {
-  if (!options.transposeGemmWeights) {
-    return;
-  }
   std::map<std::pair<unsigned, size_t>, unsigned> copies;
   for (const FusionGroup &group : p.groups) {
     StructuredOp &root = p.ops[group.root];
     std::optional<GemmPlan> plan = planGemm(p, root);
-    if (!plan || !wantsTransposedA(p, root, *plan, group.tileSizes)) {
+    if (plan && options.transposeGemmWeights &&
+        wantsTransposedA(p, root, *plan, group.tileSizes)) {
+      transposeA(p, root, *plan, copies);
+    }
+    if (plan || !options.matVecRows) {
       continue;
     }
-    transposeA(p, root, *plan, copies);
+    if (std::optional<MatVecPlan> mv = planMatVec(p, root)) {
+      if (!hasMatVecRows(p, root, *mv)) {
+        giveMatVecRows(p, root, *mv);
+      }
+    }
   }
 }
 

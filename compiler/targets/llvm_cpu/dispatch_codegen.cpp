@@ -10,6 +10,7 @@
 
 #include "compiler/graph/status.h"
 #include "compiler/targets/llvm_cpu/math.h"
+#include "compiler/targets/llvm_cpu/matvec.h"
 #include "compiler/targets/llvm_cpu/packed_gemm.h"
 #include "compiler/targets/llvm_cpu/depthwise_conv.h"
 #include "compiler/targets/llvm_cpu/pool_window.h"
@@ -17,7 +18,9 @@
 #include "compiler/targets/llvm_cpu/winograd_conv.h"
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/Intrinsics.h"
+#include "llvm/IR/IntrinsicsARM.h"
 #include "llvm/IR/MDBuilder.h"
+#include "llvm/TargetParser/Triple.h"
 
 namespace osprey::compiler::llvm_cpu {
 
@@ -148,7 +151,8 @@ public:
     // Roots with a dedicated tile emitter take the first that accepts them:
     // 3x3 stride-1 convolutions on vector targets Winograd F(2x2, 3x3)
     // (winograd_conv.h), matrix products the packed panel path
-    // (packed_gemm.h), depthwise convolutions the padded-plane path
+    // (packed_gemm.h), integer matrix-vector products on Arm DSP targets
+    // SMLAD rows (matvec.h), depthwise convolutions the padded-plane path
     // (depthwise_conv.h), max pools the row-interior vector path
     // (pool_window.h).
     TileHooks hooks{
@@ -160,7 +164,8 @@ public:
           return finishElement(v, ivs);
         }};
     static constexpr TileEmitterFn kTileEmitters[] = {
-        emitWinogradConv, emitPackedGemm, emitDepthwiseConv, emitPoolWindow};
+        emitWinogradConv, emitPackedGemm, emitMatVec, emitDepthwiseConv,
+        emitPoolWindow};
     // Each checks the element types it handles (f32; the packed path also
     // integer matrix products); other roots run the loops.
     for (TileEmitterFn emit : kTileEmitters) {
@@ -818,6 +823,18 @@ private:
     return llvm::ConstantInt::get(ty, uint64_t(v));
   }
 
+  // Whether the target converts f32 to i32 rounding by the FPSCR mode
+  // (Arm VFP's VCVTR).
+  bool hasRoundingConvert() const {
+    llvm::Triple triple(m_.getTargetTriple());
+    llvm::StringRef features;
+    if (auto *md = llvm::dyn_cast_or_null<llvm::MDString>(
+            m_.getModuleFlag(kTargetFeaturesFlag))) {
+      features = md->getString();
+    }
+    return (triple.isARM() || triple.isThumb()) && features.contains("+vfp");
+  }
+
   // ONNX Cast of |v| from |from| to |to|: float to integer truncates toward
   // zero (saturating, so out-of-range values are defined), integers wrap or
   // extend by the source's signedness, anything to bool is v != 0.
@@ -1084,7 +1101,21 @@ private:
           return unimplemented(o, "a cast from " + typeName(t) + " to " +
                                       typeName(n.castTo) + " on a 32-bit target");
         }
-        v[i] = castValue(a(0), t, n.castTo);
+        if (t == ElementType::F32 && n.castTo == ElementType::I32 &&
+            nodes[n.operands[0]].kind == ScalarKind::RoundEven &&
+            hasRoundingConvert()) {
+          // cast<i32>(roundeven(x)), quantization's rounding: one VCVTR,
+          // which rounds by the FPSCR mode (to nearest even, as the
+          // rounding itself assumes), saturates and gives 0 for NaN, as
+          // the saturating cast does.
+          llvm::Value *x = v[nodes[n.operands[0]].operands[0]];
+          v[i] = b_.CreateBitCast(
+              b_.CreateIntrinsic(llvm::Intrinsic::arm_vcvtr, {x->getType()},
+                                 {x}),
+              b_.getInt32Ty());
+        } else {
+          v[i] = castValue(a(0), t, n.castTo);
+        }
         ty[i] = n.castTo;
         break;
       case ScalarKind::Add:

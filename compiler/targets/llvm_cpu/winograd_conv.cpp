@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "compiler/structured/winograd.h"
+#include "compiler/targets/llvm_cpu/matvec.h"
 #include "compiler/targets/llvm_cpu/packed_gemm.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/Module.h"
@@ -738,6 +739,7 @@ structured::FusionOptions fusionOptionsFor(const GemmKernelShape &shape,
 
 structured::FusionOptions fusionOptionsFor(const CpuTarget &target,
                                            structured::FusionOptions tuning) {
+  tuning.matVecRows = hasMatVecKernel(target.triple, target.features);
   return fusionOptionsFor(gemmKernelShape(target.triple, target.features),
                           std::move(tuning));
 }
