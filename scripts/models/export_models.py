@@ -155,6 +155,12 @@ def fc_autoencoder(nn):
   return nn.Sequential(*layers), (1, 640)
 
 
+def fc_odd(nn):
+  """Dense layers whose widths are not multiples of 4, at batch 3: the remainders of the int8
+  matrix-vector path (reductions of 37 and 13 steps, 13 and 6 outputs, three rows)."""
+  return nn.Sequential(nn.Linear(37, 13), nn.ReLU(), nn.Linear(13, 6)), (3, 37)
+
+
 def transformer_encoder(nn):
   """One post-norm transformer encoder layer: d_model 256, 4 heads, FFN 1024, sequence 128."""
   layer = nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024, dropout=0.0,
@@ -273,6 +279,7 @@ MODELS = {
     "mobilenet_v1_025": mobilenet_v1_025,
     "resnet8": resnet8,
     "fc_autoencoder": fc_autoencoder,
+    "fc_odd": fc_odd,
     # More transformers: BERT-mini from token ids, single encoder layers.
     "bert_mini_ids": bert_mini_ids,
     "transformer_encoder": transformer_encoder,

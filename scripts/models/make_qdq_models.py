@@ -37,7 +37,8 @@ from onnx import TensorProto, helper, numpy_helper
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import int8_reference as ref  # noqa: E402
 
-MODELS = ("ds_cnn", "mobilenet_v1_025", "resnet8", "fc_autoencoder", "mobilenet_v2", "resnet18")
+MODELS = ("ds_cnn", "mobilenet_v1_025", "resnet8", "fc_autoencoder", "mobilenet_v2", "resnet18",
+          "fc_odd")
 UINT8_MODELS = ("fc_autoencoder",)
 CALIBRATION_INPUTS = 3
 OPSET = 13
