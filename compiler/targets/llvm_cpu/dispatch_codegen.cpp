@@ -675,15 +675,23 @@ private:
         i = b_.CreateSelect(inBounds, i, idx(0));
       }
     }
-    llvm::Value *v =
+    llvm::LoadInst *v =
         b_.CreateLoad(storageType(et), address(in.tensor, indices));
+    if (p_.program.tensors[in.tensor].constant) {
+      // Constants never change during the dispatch: loops may hoist their
+      // loads past the stores of the output (per-channel bias and
+      // requantization parameters leave the epilogue's pixel loops).
+      v->setMetadata(llvm::LLVMContext::MD_invariant_load,
+                     llvm::MDNode::get(ctx_, {}));
+    }
+    llvm::Value *value = v;
     if (et == ElementType::Bool) {
-      v = b_.CreateICmpNE(v, b_.getInt8(0));
+      value = b_.CreateICmpNE(value, b_.getInt8(0));
     }
     if (inBounds) {
-      v = b_.CreateSelect(inBounds, v, typedConstant(*in.padValue, et));
+      value = b_.CreateSelect(inBounds, value, typedConstant(*in.padValue, et));
     }
-    return v;
+    return value;
   }
 
   // Value of input |index| of |o| at |ivs|. An indirect read first reads its

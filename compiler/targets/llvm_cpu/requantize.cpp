@@ -16,6 +16,30 @@ llvm::Value *emitRequantize(llvm::IRBuilderBase &b, llvm::Value *x,
   // convolution's per-channel shifts are usually all <= 0).
   bool mayLeft = !range || range->max > 0;
   bool mayRight = !range || range->min < 0;
+  if (!mayLeft && range && range->max <= -1) {
+    // Every shift is a right shift r = -s >= 1. Both roundings become one
+    // floor division of the 64-bit product: with c = 2^(r-1) - [x < 0],
+    //   RDBPOT(floor((p + 2^30) / 2^31), r)
+    //     = floor((floor((p + 2^30) / 2^31) + c) / 2^r)
+    //     = floor((p + 2^30 + c * 2^31) / 2^(31 + r)),
+    // as c is an integer. [x < 0] stands for [high < 0]: m >= 0, so they
+    // differ only when high = 0, where both c give 0. The quotient is the
+    // high word shifted by r - 1, and p + 2^30 + 2^(30 + r) < 2^63. On
+    // Cortex-M4: an SMLAL into the per-channel constant, the correction's
+    // ADDS/ADC and one shift, against a dozen instructions.
+    llvm::Value *r = b.CreateSub(c32(0), s);
+    llvm::Value *bias = b.CreateAdd(
+        c64(int64_t{1} << 30),
+        b.CreateShl(c64(1), b.CreateAdd(b.CreateZExt(r, i64), c64(30))));
+    llvm::Value *negative =
+        b.CreateShl(b.CreateSExt(b.CreateAShr(x, c32(31)), i64), c64(31));
+    llvm::Value *p = b.CreateMul(b.CreateSExt(x, i64), b.CreateSExt(m, i64),
+                                 "", /*HasNUW=*/false, /*HasNSW=*/true);
+    llvm::Value *sum = b.CreateAdd(
+        p, b.CreateAdd(bias, negative, "", false, true), "", false, true);
+    llvm::Value *high = b.CreateTrunc(b.CreateAShr(sum, c64(32)), i32);
+    return b.CreateAShr(high, b.CreateSub(r, c32(1)));
+  }
   llvm::Value *a = x;
   if (mayLeft) {
     llvm::Value *left =
