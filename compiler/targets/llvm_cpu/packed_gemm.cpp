@@ -238,11 +238,27 @@ llvm::Function *microkernelFor(llvm::Module &m, unsigned vw,
     phi->addIncoming(v, pre);
     acc.push_back(phi);
   }
+  // Scalar pair kernels step pointers to the panel row and A's pair block
+  // instead of indexing by k: from k * ldb the Arm backend's strength
+  // reduction kept two extra bases and reloaded them from the stack every
+  // iteration (DS-CNN's pointwise layers 1.24 -> 0.9 instructions per
+  // multiply-add).
+  bool stepPointers = pairs && vw == 1;
+  llvm::PHINode *bPtr = nullptr, *aPtr = nullptr;
+  if (stepPointers) {
+    bPtr = b.CreatePHI(ptr, 2);
+    bPtr->addIncoming(panel, pre);
+    aPtr = b.CreatePHI(ptr, 2);
+    aPtr->addIncoming(a, pre);
+  }
   b.CreateCondBr(b.CreateICmpSLT(k, kc), body, exit);
   b.SetInsertPoint(body);
   std::vector<llvm::Value *> bv;
-  llvm::Value *bRow = b.CreateInBoundsGEP(
-      f32, panel, b.CreateMul(k, llvm::ConstantInt::get(idxTy, ldb)));
+  llvm::Value *bRow =
+      stepPointers
+          ? static_cast<llvm::Value *>(bPtr)
+          : b.CreateInBoundsGEP(
+                f32, panel, b.CreateMul(k, llvm::ConstantInt::get(idxTy, ldb)));
   for (unsigned v = 0; v < nv; ++v) {
     bv.push_back(b.CreateAlignedLoad(
         vec,
@@ -267,9 +283,10 @@ llvm::Function *microkernelFor(llvm::Module &m, unsigned vw,
   }
   llvm::Value *aAt = b.CreateMul(k, ka);
   llvm::Value *aBlock =
-      pairs ? b.CreateInBoundsGEP(
-                  f32, a, b.CreateMul(k, llvm::ConstantInt::get(idxTy, mr)))
-            : nullptr;
+      stepPointers ? static_cast<llvm::Value *>(aPtr)
+      : pairs      ? b.CreateInBoundsGEP(
+                    f32, a, b.CreateMul(k, llvm::ConstantInt::get(idxTy, mr)))
+                   : nullptr;
   std::vector<llvm::Value *> next(acc.size());
   for (unsigned r = 0; r < mr; ++r) {
     llvm::Value *s =
@@ -288,6 +305,14 @@ llvm::Function *microkernelFor(llvm::Module &m, unsigned vw,
   llvm::Value *kNext =
       b.CreateAdd(k, llvm::ConstantInt::get(idxTy, 1), "", true, true);
   k->addIncoming(kNext, b.GetInsertBlock());
+  if (stepPointers) {
+    bPtr->addIncoming(
+        b.CreateInBoundsGEP(f32, bPtr, llvm::ConstantInt::get(idxTy, ldb)),
+        b.GetInsertBlock());
+    aPtr->addIncoming(
+        b.CreateInBoundsGEP(f32, aPtr, llvm::ConstantInt::get(idxTy, mr)),
+        b.GetInsertBlock());
+  }
   for (size_t i = 0; i < acc.size(); ++i) {
     acc[i]->addIncoming(next[i], b.GetInsertBlock());
   }
