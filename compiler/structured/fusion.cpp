@@ -1067,7 +1067,15 @@ void chooseTiles(const StructuredProgram &p, const StructuredOp &root,
                      root.classify() == OpClass::Convolution;
   std::optional<GemmPlan> gemm = planGemm(p, root);
   std::optional<RowConvPlan> rowConv;
-  if (gemm) {
+  bool matVec = !gemm && options.matVecRows && planMatVec(p, root);
+  if (matVec) {
+    // One workgroup: the code generator sign-extends x once for all rows
+    // (these targets are single cores; 16-row tiles re-extended x eight
+    // times in the FC autoencoder's 128-row layers).
+    for (unsigned d : order) {
+      group.tileSizes[d] = std::max<int64_t>(1, root.bounds[d]);
+    }
+  } else if (gemm) {
     chooseGemmTiles(root, *gemm, group.tileSizes);
     if (std::optional<WinogradPlan> winograd =
             planWinograd(p, root, options.winograd)) {
@@ -1089,7 +1097,8 @@ void chooseTiles(const StructuredProgram &p, const StructuredOp &root,
     }
   }
   for (size_t i = 0;
-       i < order.size() && !gemm && !rowConv && root.hasReduction(); ++i) {
+       i < order.size() && !gemm && !rowConv && !matVec && root.hasReduction();
+       ++i) {
     int64_t want = i == 0 ? (contraction ? 16 : 64) : (i == 1 && contraction ? 8 : 1);
     int64_t bound = root.bounds[order[i]];
     if (i > 0 && !contraction) {
