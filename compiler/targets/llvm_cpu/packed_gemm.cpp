@@ -288,12 +288,26 @@ llvm::Function *microkernelFor(llvm::Module &m, unsigned vw,
                     f32, a, b.CreateMul(k, llvm::ConstantInt::get(idxTy, mr)))
                    : nullptr;
   std::vector<llvm::Value *> next(acc.size());
+  // A's words of one pair step are adjacent: two rows load as one 64-bit
+  // value (LDRD on Arm; the backend split them into two LDRs).
+  std::vector<llvm::Value *> aWords;
+  if (stepPointers && mr % 2 == 0) {
+    for (unsigned r = 0; r < mr; r += 2) {
+      llvm::Value *both = b.CreateAlignedLoad(
+          b.getInt64Ty(),
+          b.CreateInBoundsGEP(f32, aBlock, llvm::ConstantInt::get(idxTy, r)),
+          llvm::Align(4));
+      aWords.push_back(b.CreateTrunc(both, f32));
+      aWords.push_back(b.CreateTrunc(b.CreateLShr(both, 32), f32));
+    }
+  }
   for (unsigned r = 0; r < mr; ++r) {
     llvm::Value *s =
-        pairs ? b.CreateLoad(f32, b.CreateInBoundsGEP(
-                                      f32, aBlock,
-                                      llvm::ConstantInt::get(idxTy, r)))
-              : b.CreateLoad(f32, b.CreateInBoundsGEP(f32, aRows[r], aAt));
+        !aWords.empty() ? aWords[r]
+        : pairs         ? b.CreateLoad(f32, b.CreateInBoundsGEP(
+                                        f32, aBlock,
+                                        llvm::ConstantInt::get(idxTy, r)))
+                : b.CreateLoad(f32, b.CreateInBoundsGEP(f32, aRows[r], aAt));
     llvm::Value *splat = vw == 1 ? s : b.CreateVectorSplat(vw, s);
     for (unsigned v = 0; v < nv; ++v) {
       next[r * nv + v] =
