@@ -51,6 +51,12 @@ static cl::opt<unsigned>
                       cl::desc("Vectors per row of the target's GEMM kernel"),
                       cl::init(1));
 static cl::opt<bool>
+    fuseMatVecRows("fuse-matvec-rows",
+                   cl::desc("The target has a two-pair integer multiply-add "
+                            "(Arm DSP): int8 matrix-vector products read "
+                            "their weights as rows"),
+                   cl::init(false));
+static cl::opt<bool>
     formDispatch("form-dispatch",
                  cl::desc("Lower, fuse and form dispatch regions; print the "
                           "dispatch program"));
@@ -118,6 +124,7 @@ int main(int argc, char **argv) {
       fusion.vectorWidth = fuseVectorWidth;
       fusion.kernelRows = fuseKernelRows;
       fusion.kernelVectors = fuseKernelVectors;
+      fusion.matVecRows = fuseMatVecRows;
       if (absl::Status s =
               osprey::compiler::structured::fuseAndTile(*program, fusion);
           !s.ok()) {
