@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <string>
 
 #include "compiler/structured/fusion.h"
 
@@ -177,16 +178,19 @@ void transposeA(StructuredProgram &p, StructuredOp &root, const GemmPlan &plan,
 
 // Gives MatVecPlan root |root| a copy of its constant i8 weights w with
 // rows of k: w'[n][k] for k < K, zero up to Kp (K rounded up to 4), and
-// makes it read w' at [nLoop][k]. Returns without change when w is not a
-// constant of its type's size.
-void giveMatVecRows(StructuredProgram &p, StructuredOp &root,
-                    const MatVecPlan &plan) {
+// makes it read w' at [nLoop][k]. Roots reading the same constant through
+// the same map share one copy (|copies|: source tensor and map). Returns
+// without change when w is not a constant of its type's size.
+void giveMatVecRows(
+    StructuredProgram &p, StructuredOp &root, const MatVecPlan &plan,
+    std::map<std::pair<unsigned, std::string>, unsigned> &copies) {
   OperandAccess &w = root.inputs[plan.w];
   const TensorInfo &src = p.tensors[w.tensor];
   if (!src.constant || src.type.numElements() !=
                            static_cast<int64_t>(src.constant->size())) {
     return;
   }
+  std::pair<unsigned, std::string> key = {w.tensor, w.map.str()};
   int64_t rows = root.bounds[plan.nLoop];
   int64_t k = 1;
   for (unsigned d : plan.kLoops) {
@@ -233,12 +237,20 @@ void giveMatVecRows(StructuredProgram &p, StructuredOp &root,
     stride *= root.bounds[plan.kLoops[i]];
   }
   map.results.push_back(std::move(flat));
+  if (auto known = copies.find(key); known != copies.end()) {
+    w.tensor = known->second;
+    w.map = std::move(map);
+    return;
+  }
   TensorInfo copy;
-  copy.name = src.name + "_rows";
+  copy.name = src.name + "_rows" + (copies.empty()
+                                        ? std::string()
+                                        : std::to_string(copies.size()));
   copy.type = TensorType::ranked(ElementType::I8, {rows, kPad});
   copy.constant = graph::DenseData::fromBytes(std::move(bytes));
   w.tensor = static_cast<unsigned>(p.tensors.size());
   w.map = std::move(map);
+  copies[key] = w.tensor;
   p.tensors.push_back(std::move(copy));
 }
 
@@ -246,6 +258,7 @@ void giveMatVecRows(StructuredProgram &p, StructuredOp &root,
 
 void relayoutGemmOperands(StructuredProgram &p, const FusionOptions &options) {
   std::map<std::pair<unsigned, size_t>, unsigned> copies;
+  std::map<std::pair<unsigned, std::string>, unsigned> rowCopies;
   for (const FusionGroup &group : p.groups) {
     StructuredOp &root = p.ops[group.root];
     std::optional<GemmPlan> plan = planGemm(p, root);
@@ -258,7 +271,7 @@ void relayoutGemmOperands(StructuredProgram &p, const FusionOptions &options) {
     }
     if (std::optional<MatVecPlan> mv = planMatVec(p, root)) {
       if (!hasMatVecRows(p, root, *mv)) {
-        giveMatVecRows(p, root, *mv);
+        giveMatVecRows(p, root, *mv, rowCopies);
       }
     }
   }
