@@ -5,6 +5,8 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "compiler/graph/status.h"
 #include "hal/types.h"
@@ -415,6 +417,19 @@ emitModule(const std::vector<ModuleVariant> &variants,
     e.ret({});
     COMPILER_RETURN_IF_ERROR(e.define(init, "__init"));
     builder.SetInitializer(static_cast<int32_t>(init));
+  }
+  // The VM takes and returns at most kMaxSignatureValues values per call:
+  // a larger main would compile and then be refused by every runtime.
+  for (auto [count, what] : {std::pair{p.inputs.size(), "inputs"},
+                             std::pair{p.outputs.size(), "outputs"}}) {
+    if (count > vm::kMaxSignatureValues) {
+      return absl::UnimplementedError(
+          "the model has " + std::to_string(count) + " " + what +
+          "; a module function takes and returns at most " +
+          std::to_string(vm::kMaxSignatureValues) +
+          " values each way (vm::kMaxSignatureValues): export the model with "
+          "fewer graph " + what + " (e.g. concatenate them)");
+    }
   }
   std::string signature(p.inputs.size(), 'r');
   signature += ":" + std::string(p.outputs.size(), 'r');

@@ -658,6 +658,21 @@ def qdq_npu_mixed(out_dir):
     np.save(os.path.join(out_dir, "qdq_npu_mixed.in0.npy"), data)
 
 
+def many_outputs(out_dir):
+    """33 outputs, one more than a VM function returns: osprey-compile must
+    refuse the model instead of writing a module no runtime loads."""
+    nodes = []
+    inits = []
+    outputs = []
+    for i in range(33):
+        inits.append(numpy_helper.from_array(np.array([float(i)], np.float32), "c%d" % i))
+        nodes.append(helper.make_node("Add", ["x", "c%d" % i], ["y%d" % i]))
+        outputs.append(helper.make_tensor_value_info("y%d" % i, TensorProto.FLOAT, [2]))
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                       outputs, inits, "many_outputs")
+    save(model, out_dir, "many_outputs.onnx", check=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", required=True)
@@ -667,7 +682,8 @@ def main():
                  bad_group, old_opset_ops, shape_chain, external_data, many_ops,
                  old_opset, malformed, malformed_graphs, io_names, auto_pad_late,
                  external_saved, opset_forms, gelu_erf, softmax_opset11,
-                 pad_negative, dynamic_batch, mbconv_silu, qdq_npu_mixed):
+                 pad_negative, dynamic_batch, mbconv_silu, qdq_npu_mixed,
+                 many_outputs):
         make(args.out)
 
 
