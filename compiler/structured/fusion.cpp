@@ -591,6 +591,47 @@ static bool isWideningIntegerRoot(const StructuredProgram &p,
                      });
 }
 
+// Whether every input of |root| reads directly (no indirect index) through
+// an affine map over all of its loops.
+static bool hasAffineReads(const StructuredOp &root) {
+  size_t n = root.bounds.size();
+  for (const OperandAccess &in : root.inputs) {
+    if (in.indirect || in.map.numDims != n) {
+      return false;
+    }
+    for (const AffineExpr &e : in.map.results) {
+      if (e.coeffs.size() != n) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// |in|'s linear element offset as an affine function of |loops| loops:
+// |strides| per loop and |offset| at the origin. False when its map's rank
+// is not its tensor's.
+static bool linearOffset(const StructuredProgram &p, const OperandAccess &in,
+                         size_t loops, std::vector<int64_t> &strides,
+                         int64_t &offset) {
+  llvm::ArrayRef<int64_t> dims = p.tensors[in.tensor].type.dims();
+  if (dims.size() != in.map.results.size()) {
+    return false;
+  }
+  strides.assign(loops, 0);
+  offset = 0;
+  int64_t stride = 1;
+  for (size_t k = dims.size(); k-- > 0;) {
+    const AffineExpr &e = in.map.results[k];
+    for (size_t d = 0; d < loops; ++d) {
+      strides[d] += e.coeffs[d] * stride;
+    }
+    offset += e.constant * stride;
+    stride *= dims[k];
+  }
+  return true;
+}
+
 std::optional<GemmPlan> planGemm(const StructuredProgram &p,
                                  const StructuredOp &root) {
   OpClass cls = root.classify();
@@ -602,15 +643,8 @@ std::optional<GemmPlan> planGemm(const StructuredProgram &p,
     return std::nullopt;
   }
   size_t n = root.bounds.size();
-  for (const OperandAccess &in : root.inputs) {
-    if (in.indirect || in.map.numDims != n) {
-      return std::nullopt;
-    }
-    for (const AffineExpr &e : in.map.results) {
-      if (e.coeffs.size() != n) {
-        return std::nullopt;
-      }
-    }
+  if (!hasAffineReads(root)) {
+    return std::nullopt;
   }
   unsigned inner = *root.output.map.results.back().asDim();
   GemmPlan plan;
@@ -627,19 +661,8 @@ std::optional<GemmPlan> planGemm(const StructuredProgram &p,
     return std::nullopt;
   }
   // A's linear offset as an affine function of the loops.
-  llvm::ArrayRef<int64_t> aDims = p.tensors[a.tensor].type.dims();
-  if (aDims.size() != a.map.results.size()) {
+  if (!linearOffset(p, a, n, plan.aStrides, plan.aOffset)) {
     return std::nullopt;
-  }
-  plan.aStrides.assign(n, 0);
-  int64_t stride = 1;
-  for (size_t k = aDims.size(); k-- > 0;) {
-    const AffineExpr &e = a.map.results[k];
-    for (size_t d = 0; d < n; ++d) {
-      plan.aStrides[d] += e.coeffs[d] * stride;
-    }
-    plan.aOffset += e.constant * stride;
-    stride *= aDims[k];
   }
   int mLoop = -1;
   for (const AffineExpr &e : root.output.map.results) {
@@ -708,15 +731,12 @@ std::optional<MatVecPlan> planMatVec(const StructuredProgram &p,
     return std::nullopt;
   }
   size_t n = root.bounds.size();
+  if (!hasAffineReads(root)) {
+    return std::nullopt;
+  }
   for (const OperandAccess &in : root.inputs) {
-    if (in.indirect || in.padValue || in.map.numDims != n ||
-        !p.tensors[in.tensor].type.hasStaticShape()) {
+    if (in.padValue || !p.tensors[in.tensor].type.hasStaticShape()) {
       return std::nullopt;
-    }
-    for (const AffineExpr &e : in.map.results) {
-      if (e.coeffs.size() != n) {
-        return std::nullopt;
-      }
     }
   }
   // w is the input that reads the output's innermost loop.
@@ -756,16 +776,8 @@ std::optional<MatVecPlan> planMatVec(const StructuredProgram &p,
   if (!haveN || plan.kLoops.empty()) {
     return std::nullopt;
   }
-  llvm::ArrayRef<int64_t> xDims = p.tensors[x.tensor].type.dims();
-  plan.xStrides.assign(n, 0);
-  int64_t stride = 1;
-  for (size_t k = xDims.size(); k-- > 0;) {
-    const AffineExpr &e = x.map.results[k];
-    for (size_t d = 0; d < n; ++d) {
-      plan.xStrides[d] += e.coeffs[d] * stride;
-    }
-    plan.xOffset += e.constant * stride;
-    stride *= xDims[k];
+  if (!linearOffset(p, x, n, plan.xStrides, plan.xOffset)) {
+    return std::nullopt;
   }
   std::stable_sort(plan.kLoops.begin(), plan.kLoops.end(),
                    [&](unsigned a, unsigned b) {
@@ -808,20 +820,11 @@ std::optional<RowConvPlan> planRowConv(const StructuredProgram &p,
   if (root.classify() != OpClass::Convolution ||
       !(isFloatRoot(p, root) || isWideningIntegerRoot(p, root)) ||
       root.inputs.size() != 2 || !root.init ||
-      root.output.map.results.size() < 2 || planGemm(p, root)) {
+      root.output.map.results.size() < 2 || planGemm(p, root) ||
+      !hasAffineReads(root)) {
     return std::nullopt;
   }
   size_t n = root.bounds.size();
-  for (const OperandAccess &in : root.inputs) {
-    if (in.indirect || in.map.numDims != n) {
-      return std::nullopt;
-    }
-    for (const AffineExpr &e : in.map.results) {
-      if (e.coeffs.size() != n) {
-        return std::nullopt;
-      }
-    }
-  }
   const auto &out = root.output.map.results;
   std::optional<unsigned> col = out.back().asDim();
   std::optional<unsigned> row = out[out.size() - 2].asDim();

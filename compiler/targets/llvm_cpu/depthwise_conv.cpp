@@ -216,11 +216,7 @@ absl::StatusOr<bool> emitDepthwiseConv(const dispatch::DispatchProgram &program,
     }
     return false;
   }
-  llvm::StringRef features;
-  if (auto *md = llvm::dyn_cast_or_null<llvm::MDString>(
-          fn->getParent()->getModuleFlag(kTargetFeaturesFlag))) {
-    features = md->getString();
-  }
+  llvm::StringRef features = targetFeatures(*fn->getParent());
   unsigned width =
       gemmKernelShape(fn->getParent()->getTargetTriple(), features).vectorWidth;
   const DepthwiseOptions &tuning = options.depthwise;

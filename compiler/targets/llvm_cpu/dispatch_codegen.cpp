@@ -835,11 +835,7 @@ private:
   // (Arm VFP's VCVTR).
   bool hasRoundingConvert() const {
     llvm::Triple triple(m_.getTargetTriple());
-    llvm::StringRef features;
-    if (auto *md = llvm::dyn_cast_or_null<llvm::MDString>(
-            m_.getModuleFlag(kTargetFeaturesFlag))) {
-      features = md->getString();
-    }
+    llvm::StringRef features = targetFeatures(m_);
     return (triple.isARM() || triple.isThumb()) && features.contains("+vfp");
   }
 

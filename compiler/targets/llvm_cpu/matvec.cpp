@@ -169,10 +169,7 @@ private:
     llvm::BranchInst *latch = b_.CreateBr(header);
     llvm::Metadata *disable[] = {
         llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")};
-    llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx_, disable)};
-    llvm::MDNode *id = llvm::MDNode::getDistinct(ctx_, ops);
-    id->replaceOperandWith(0, id);
-    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+    setLoopProperties(latch, {llvm::MDNode::get(ctx_, disable)});
     b_.SetInsertPoint(exit);
     for (int64_t r = 0; r < rows && status.ok(); ++r) {
       ivs_[plan_.nLoop] = b_.CreateAdd(n0, idx(r));
@@ -209,11 +206,7 @@ absl::StatusOr<bool> emitMatVec(const dispatch::DispatchProgram &program,
   if (!plan || !structured::hasMatVecRows(program.program, root, *plan)) {
     return false;
   }
-  llvm::StringRef features;
-  if (auto *md = llvm::dyn_cast_or_null<llvm::MDString>(
-          fn->getParent()->getModuleFlag(kTargetFeaturesFlag))) {
-    features = md->getString();
-  }
+  llvm::StringRef features = targetFeatures(*fn->getParent());
   if (!hasMatVecKernel(fn->getParent()->getTargetTriple(), features)) {
     return false;
   }

@@ -117,11 +117,7 @@ namespace {
 llvm::Value *pairMultiplyAdd(llvm::IRBuilder<> &b, llvm::Module &m,
                              llvm::Value *acc, llvm::Value *a, llvm::Value *x) {
   llvm::Triple t(m.getTargetTriple());
-  llvm::StringRef features;
-  if (auto *md = llvm::dyn_cast_or_null<llvm::MDString>(
-          m.getModuleFlag(kTargetFeaturesFlag))) {
-    features = md->getString();
-  }
+  llvm::StringRef features = targetFeatures(m);
   auto *vec = llvm::dyn_cast<llvm::FixedVectorType>(acc->getType());
   unsigned lanes = vec ? vec->getNumElements() : 1;
   if (t.getArch() == llvm::Triple::x86_64 && lanes == 16) {
@@ -339,10 +335,7 @@ llvm::Function *microkernelFor(llvm::Module &m, unsigned vw,
     llvm::Metadata *count[] = {
         llvm::MDString::get(ctx, "llvm.loop.unroll.count"),
         llvm::ConstantAsMetadata::get(b.getInt32(4))};
-    llvm::Metadata *ops[] = {nullptr, llvm::MDNode::get(ctx, count)};
-    llvm::MDNode *id = llvm::MDNode::getDistinct(ctx, ops);
-    id->replaceOperandWith(0, id);
-    latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+    setLoopProperties(latch, {llvm::MDNode::get(ctx, count)});
   }
   b.SetInsertPoint(exit);
   for (unsigned r = 0; r < mr; ++r) {
@@ -1338,11 +1331,7 @@ absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
   if (!plan) {
     return false;
   }
-  llvm::StringRef features;
-  if (auto *md = llvm::dyn_cast_or_null<llvm::MDString>(
-          fn->getParent()->getModuleFlag(kTargetFeaturesFlag))) {
-    features = md->getString();
-  }
+  llvm::StringRef features = targetFeatures(*fn->getParent());
   // planGemm's roots are f32 or widen i8/i16 operands into i32.
   std::optional<GemmKernelShape> shape = gemmKernelShape(
       fn->getParent()->getTargetTriple(), features,

@@ -9,6 +9,7 @@
 #include "compiler/dispatch/dispatch_ir.h"
 #include "compiler/targets/llvm_cpu/tile_emitter.h"
 #include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/Module.h"
 
 namespace osprey::compiler::llvm_cpu {
 
@@ -37,6 +38,15 @@ struct GemmKernelShape {
 // Module flag (an MDString) with the target's CPU feature string, e.g.
 // "+avx2,+fma,+avx512f"; set by buildExecutableLibrary.
 inline constexpr const char kTargetFeaturesFlag[] = "osprey.target-features";
+
+// The CPU features of module |m| (its kTargetFeaturesFlag; empty when unset).
+inline llvm::StringRef targetFeatures(const llvm::Module &m) {
+  if (auto *md = llvm::dyn_cast_or_null<llvm::MDString>(
+          m.getModuleFlag(kTargetFeaturesFlag))) {
+    return md->getString();
+  }
+  return {};
+}
 
 // The blocking used for modules with target triple |triple| and CPU features
 // |features|, or nullopt when the target has no kernel for |elements|

@@ -467,11 +467,7 @@ absl::StatusOr<bool> emitPoolWindow(const dispatch::DispatchProgram &program,
   if (!plan) {
     return false;
   }
-  llvm::StringRef features;
-  if (auto *md = llvm::dyn_cast_or_null<llvm::MDString>(
-          fn->getParent()->getModuleFlag(kTargetFeaturesFlag))) {
-    features = md->getString();
-  }
+  llvm::StringRef features = targetFeatures(*fn->getParent());
   unsigned width =
       gemmKernelShape(fn->getParent()->getTargetTriple(), features).vectorWidth;
   if (width <= 1) {

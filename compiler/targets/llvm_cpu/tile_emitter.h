@@ -18,6 +18,17 @@
 
 namespace osprey::compiler::llvm_cpu {
 
+// Marks the loop whose latch branch is |latch| with loop metadata
+// properties |properties| (each an MDNode such as !{"llvm.loop.unroll.disable"}).
+inline void setLoopProperties(llvm::Instruction *latch,
+                              llvm::ArrayRef<llvm::Metadata *> properties) {
+  llvm::SmallVector<llvm::Metadata *, 4> ops = {nullptr};
+  ops.append(properties.begin(), properties.end());
+  llvm::MDNode *id = llvm::MDNode::getDistinct(latch->getContext(), ops);
+  id->replaceOperandWith(0, id);
+  latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+}
+
 // What the tile emitters (packed_gemm.h, depthwise_conv.h) need from the region
 // emitter. The callbacks emit at the builder's insertion point and may be
 // called many times.
@@ -131,9 +142,7 @@ protected:
       property("llvm.loop.vectorize.enable", b_.getFalse());
     }
     if (ops.size() > 1) {
-      llvm::MDNode *id = llvm::MDNode::getDistinct(ctx_, ops);
-      id->replaceOperandWith(0, id);
-      latch->setMetadata(llvm::LLVMContext::MD_loop, id);
+      setLoopProperties(latch, llvm::ArrayRef(ops).drop_front());
     }
     b_.SetInsertPoint(exit);
   }

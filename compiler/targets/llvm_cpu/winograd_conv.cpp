@@ -689,11 +689,7 @@ absl::StatusOr<bool> emitWinogradConv(const dispatch::DispatchProgram &program,
   if (!allF32(program, root)) {
     return internal("operands are not all f32");
   }
-  llvm::StringRef features;
-  if (auto *md = llvm::dyn_cast_or_null<llvm::MDString>(
-          fn->getParent()->getModuleFlag(kTargetFeaturesFlag))) {
-    features = md->getString();
-  }
+  llvm::StringRef features = targetFeatures(*fn->getParent());
   GemmKernelShape shape =
       gemmKernelShape(fn->getParent()->getTargetTriple(), features);
   if (shape.vectorWidth == 1) {
