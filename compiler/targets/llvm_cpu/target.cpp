@@ -6,6 +6,7 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/Triple.h"
+#include "llvm/TargetParser/X86TargetParser.h"
 
 namespace osprey::compiler::llvm_cpu {
 
@@ -54,6 +55,20 @@ absl::StatusOr<CpuTarget> resolveCpuTarget(llvm::StringRef name,
   }
   if (!cpu.empty()) {
     t.cpu = cpu.str();
+  }
+  if (name == "x86_64") {
+    // The code generators choose kernels by feature (AVX-512, VNNI), so the
+    // CPU's features are spelled out: --target-cpu=icelake-server gets the
+    // same kernels as a host of that kind.
+    if (!llvm::X86::parseArchX86(t.cpu, /*Only64Bit=*/true)) {
+      return absl::InvalidArgumentError("unknown x86-64 CPU '" + t.cpu +
+                                        "' (--target-cpu)");
+    }
+    llvm::SmallVector<llvm::StringRef, 64> features;
+    llvm::X86::getFeaturesForCPU(t.cpu, features, /*NeedPlus=*/true);
+    for (llvm::StringRef f : features) {
+      t.features += (t.features.empty() ? "" : ",") + f.str();
+    }
   }
   return t;
 }
