@@ -1,14 +1,18 @@
-// Integer matrix-vector products with SMLAD (see matvec.h).
+// Integer matrix-vector products with SMLAD or VPDPBUSD (see matvec.h).
 //
-// Instructions per four reduction steps of a block of R rows: two loads of
-// x's pair words (shared by the rows), per row one load, two SXTB16 and two
-// SMLAD, and the loop's decrement and branch: 5R + 4, 1.5 per multiply-add
-// with R = 4 (the generic loops took 4.7).
+// Arm: instructions per four reduction steps of a block of R rows: two
+// loads of x's pair words (shared by the rows), per row one load, two
+// SXTB16 and two SMLAD, and the loop's decrement and branch: 5R + 4, 1.5
+// per multiply-add with R = 4 (the generic loops took 4.7).
+//
+// AVX-512 VNNI: 64 reduction steps of R rows per x vector load, R weight
+// loads and R VPDPBUSDs; each row's 16 lanes add up once at the end.
 #include "compiler/targets/llvm_cpu/matvec.h"
 
 #include "compiler/structured/fusion.h"
 #include "compiler/targets/llvm_cpu/packed_gemm.h"
 #include "llvm/IR/IntrinsicsARM.h"
+#include "llvm/IR/IntrinsicsX86.h"
 #include "llvm/TargetParser/Triple.h"
 
 namespace osprey::compiler::llvm_cpu {
@@ -22,13 +26,22 @@ using structured::MatVecPlan;
 // rows 0.67 M).
 constexpr int64_t kMatVecRows = 4;
 
+// Bytes of k per VPDPBUSD (one zmm).
+constexpr int64_t kVnniBytes = 64;
+
+bool hasVnni(llvm::StringRef triple, llvm::StringRef features) {
+  return llvm::Triple(triple).getArch() == llvm::Triple::x86_64 &&
+         features.contains("+avx512vnni") && features.contains("+avx512bw") &&
+         !features.contains("-evex512");
+}
+
 class MatVecEmitter : public TileEmitter {
 public:
   MatVecEmitter(const dispatch::DispatchProgram &p,
                 const dispatch::DispatchRegion &r, llvm::IRBuilder<> &b,
                 llvm::Function *fn, const TileHooks &hooks,
-                const MatVecPlan &plan)
-      : TileEmitter(p, r, b, fn, hooks), plan_(plan) {
+                const MatVecPlan &plan, bool vnni)
+      : TileEmitter(p, r, b, fn, hooks), plan_(plan), vnni_(vnni) {
     ivs_.assign(root().bounds.size(), nullptr);
     for (unsigned d : plan_.kLoops) {
       k_ *= root().bounds[d];
@@ -39,9 +52,21 @@ public:
   absl::Status emit(llvm::ArrayRef<llvm::Value *> lo,
                     llvm::ArrayRef<llvm::Value *> hi) {
     i32_ = b_.getInt32Ty();
-    xPairs_ = b_.CreateAlloca(llvm::ArrayType::get(i32_, kPad_ / 2), nullptr,
-                              "x_pairs");
-    xPairs_->setAlignment(llvm::Align(8));
+    if (vnni_) {
+      rowOffsets_ = rowOffsets();
+      if (!rowOffsets_) {
+        return absl::InternalError(
+            "matrix-vector product without constant rows of weights");
+      }
+      int64_t bytes = (kPad_ + kVnniBytes - 1) / kVnniBytes * kVnniBytes;
+      xPairs_ = b_.CreateAlloca(llvm::ArrayType::get(b_.getInt8Ty(), bytes),
+                                nullptr, "x_bytes");
+      xPairs_->setAlignment(llvm::Align(64));
+    } else {
+      xPairs_ = b_.CreateAlloca(llvm::ArrayType::get(i32_, kPad_ / 2),
+                                nullptr, "x_pairs");
+      xPairs_->setAlignment(llvm::Align(8));
+    }
     for (size_t d = 0; d < ivs_.size(); ++d) {
       ivs_[d] = lo[d];
     }
@@ -50,15 +75,26 @@ public:
     }
     absl::Status status = absl::OkStatus();
     nest(plan_.mLoops, 0, lo, hi, [&] {
-      expandX();
+      if (vnni_) {
+        biasX();
+      } else {
+        expandX();
+      }
       unsigned n = plan_.nLoop;
       llvm::Value *count = b_.CreateSub(hi[n], lo[n]);
       llvm::Value *blocksEnd = b_.CreateAdd(
           lo[n], b_.CreateMul(b_.CreateUDiv(count, idx(kMatVecRows)),
                               idx(kMatVecRows)));
+      auto rows = [&](llvm::Value *n0, int64_t count) {
+        if (vnni_) {
+          vnniBlock(n0, count, status);
+        } else {
+          block(n0, count, status);
+        }
+      };
       stepLoop(lo[n], blocksEnd, kMatVecRows, LoopHint::kNoVectorize,
-               [&](llvm::Value *n0) { block(n0, kMatVecRows, status); });
-      loop(blocksEnd, hi[n], [&](llvm::Value *n0) { block(n0, 1, status); },
+               [&](llvm::Value *n0) { rows(n0, kMatVecRows); });
+      loop(blocksEnd, hi[n], [&](llvm::Value *n0) { rows(n0, 1); },
            LoopHint::kNoVectorize);
     });
     return status;
@@ -81,13 +117,7 @@ private:
   // 2g holds steps (4g, 4g+2) and word 2g+1 steps (4g+1, 4g+3), as
   // SXTB16 and SXTB16 ROR 8 split a weight word; steps past K are zero.
   void expandX() {
-    llvm::Value *offset = idx(plan_.xOffset);
-    for (unsigned d : plan_.mLoops) {
-      offset = b_.CreateAdd(offset, b_.CreateMul(ivs_[d],
-                                                 idx(plan_.xStrides[d])));
-    }
-    llvm::Value *x = b_.CreateInBoundsGEP(
-        b_.getInt8Ty(), hooks_.base(root().inputs[plan_.x].tensor), offset);
+    llvm::Value *x = xBase();
     int64_t full = k_ / 4;
     auto store = [&](llvm::Value *g, llvm::Value *word) {
       llvm::Value *at = b_.CreateShl(g, idx(1));
@@ -116,6 +146,145 @@ private:
                                               b_.getInt32(8 * j)));
       }
       store(idx(full), word);
+    }
+  }
+
+  // The start of x's vector at the current mLoops indices.
+  llvm::Value *xBase() {
+    llvm::Value *offset = idx(plan_.xOffset);
+    for (unsigned d : plan_.mLoops) {
+      offset = b_.CreateAdd(offset, b_.CreateMul(ivs_[d],
+                                                 idx(plan_.xStrides[d])));
+    }
+    return b_.CreateInBoundsGEP(
+        b_.getInt8Ty(), hooks_.base(root().inputs[plan_.x].tensor), offset);
+  }
+
+  // VNNI: writes x's steps as unsigned bytes x + 128 (x XOR 0x80), zero
+  // past K, so a zero byte meets every weight read past K.
+  void biasX() {
+    llvm::Value *x = xBase();
+    llvm::Type *i8 = b_.getInt8Ty();
+    int64_t bytes = (kPad_ + kVnniBytes - 1) / kVnniBytes * kVnniBytes;
+    loop(idx(0), idx(bytes), [&](llvm::Value *k) {
+      llvm::Value *v = b_.CreateSelect(
+          b_.CreateICmpSLT(k, idx(k_)),
+          b_.CreateXor(
+              b_.CreateLoad(i8, b_.CreateInBoundsGEP(
+                                    i8, x,
+                                    b_.CreateSelect(
+                                        b_.CreateICmpSLT(k, idx(k_)), k,
+                                        idx(0)))),
+              0x80),
+          b_.getInt8(0));
+      b_.CreateStore(v, b_.CreateInBoundsGEP(i8, xPairs_, k));
+    });
+  }
+
+  // VNNI: -128 * (sum of the row) per row of the constant weights (what
+  // biasing x by 128 added to each dot product), as a module constant;
+  // nullptr if the weights are not a constant.
+  llvm::GlobalVariable *rowOffsets() {
+    const structured::TensorInfo &info =
+        p_.program.tensors[root().inputs[plan_.w].tensor];
+    llvm::ArrayRef<int64_t> dims = info.type.dims();
+    if (!info.constant ||
+        int64_t(info.constant->bytes().size()) != dims[0] * dims[1]) {
+      return nullptr;
+    }
+    std::string name = "constant_" + info.name + "_row_offsets";
+    if (llvm::GlobalVariable *g = m_.getNamedGlobal(name)) {
+      return g;
+    }
+    llvm::ArrayRef<uint8_t> data = info.constant->bytes();
+    std::vector<uint32_t> offsets(dims[0]);
+    for (int64_t n = 0; n < dims[0]; ++n) {
+      uint32_t sum = 0;
+      for (int64_t k = 0; k < dims[1]; ++k) {
+        sum += uint32_t(int32_t(static_cast<int8_t>(data[n * dims[1] + k])));
+      }
+      offsets[n] = 0u - sum * 128u; // wrapping, like the accumulation
+    }
+    llvm::Constant *init = llvm::ConstantDataArray::get(ctx_, offsets);
+    auto *g = new llvm::GlobalVariable(m_, init->getType(), true,
+                                       llvm::GlobalValue::InternalLinkage,
+                                       init, name);
+    g->setAlignment(llvm::Align(64));
+    return g;
+  }
+
+  // VNNI: outputs n0 .. n0 + rows: per 64 steps one load of x's bytes and
+  // per row one weight load and one VPDPBUSD (a last part of the row below
+  // 64 bytes is a masked load), the lanes added up, the row's offset, then
+  // the epilogue.
+  void vnniBlock(llvm::Value *n0, int64_t rows, absl::Status &status) {
+    llvm::Value *w = hooks_.base(root().inputs[plan_.w].tensor);
+    llvm::Type *i8 = b_.getInt8Ty();
+    auto *bytesTy = llvm::FixedVectorType::get(i8, kVnniBytes);
+    auto *lanesTy = llvm::FixedVectorType::get(i32_, kVnniBytes / 4);
+    std::vector<llvm::Value *> rowPtr;
+    for (int64_t r = 0; r < rows; ++r) {
+      llvm::Value *n = b_.CreateAdd(n0, idx(r));
+      rowPtr.push_back(
+          b_.CreateInBoundsGEP(i8, w, b_.CreateMul(n, idx(kPad_))));
+    }
+    int64_t full = kPad_ / kVnniBytes, tail = kPad_ % kVnniBytes;
+    llvm::BasicBlock *pre = b_.GetInsertBlock();
+    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "mv_loop", fn_);
+    llvm::BasicBlock *body = llvm::BasicBlock::Create(ctx_, "mv_body", fn_);
+    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "mv_exit", fn_);
+    b_.CreateBr(header);
+    b_.SetInsertPoint(header);
+    llvm::PHINode *g = b_.CreatePHI(idxTy_, 2);
+    g->addIncoming(idx(0), pre);
+    std::vector<llvm::PHINode *> accs;
+    for (int64_t r = 0; r < rows; ++r) {
+      accs.push_back(b_.CreatePHI(lanesTy, 2));
+      accs.back()->addIncoming(llvm::Constant::getNullValue(lanesTy), pre);
+    }
+    b_.CreateCondBr(b_.CreateICmpSLT(g, idx(full)), body, exit);
+    b_.SetInsertPoint(body);
+    llvm::Value *at = b_.CreateMul(g, idx(kVnniBytes));
+    auto dot = [&](llvm::Value *acc, llvm::Value *xv, llvm::Value *wv) {
+      return b_.CreateIntrinsic(
+          llvm::Intrinsic::x86_avx512_vpdpbusd_512, {},
+          {acc, b_.CreateBitCast(xv, lanesTy), b_.CreateBitCast(wv, lanesTy)});
+    };
+    llvm::Value *xv = b_.CreateAlignedLoad(
+        bytesTy, b_.CreateInBoundsGEP(i8, xPairs_, at), llvm::Align(64));
+    for (int64_t r = 0; r < rows; ++r) {
+      llvm::Value *wv = b_.CreateAlignedLoad(
+          bytesTy, b_.CreateInBoundsGEP(i8, rowPtr[r], at), llvm::Align(1));
+      accs[r]->addIncoming(dot(accs[r], xv, wv), b_.GetInsertBlock());
+    }
+    g->addIncoming(b_.CreateAdd(g, idx(1), "", true, true),
+                   b_.GetInsertBlock());
+    b_.CreateBr(header);
+    b_.SetInsertPoint(exit);
+    std::vector<llvm::Value *> sums(accs.begin(), accs.end());
+    if (tail != 0) {
+      llvm::SmallVector<llvm::Constant *, 64> mask;
+      for (int64_t i = 0; i < kVnniBytes; ++i) {
+        mask.push_back(b_.getInt1(i < tail));
+      }
+      llvm::Value *at = idx(full * kVnniBytes);
+      llvm::Value *xv = b_.CreateAlignedLoad(
+          bytesTy, b_.CreateInBoundsGEP(i8, xPairs_, at), llvm::Align(64));
+      for (int64_t r = 0; r < rows; ++r) {
+        llvm::Value *wv = b_.CreateMaskedLoad(
+            bytesTy, b_.CreateInBoundsGEP(i8, rowPtr[r], at), llvm::Align(1),
+            llvm::ConstantVector::get(mask),
+            llvm::Constant::getNullValue(bytesTy));
+        sums[r] = dot(sums[r], xv, wv);
+      }
+    }
+    for (int64_t r = 0; r < rows && status.ok(); ++r) {
+      llvm::Value *n = b_.CreateAdd(n0, idx(r));
+      llvm::Value *offset = b_.CreateLoad(
+          i32_, b_.CreateInBoundsGEP(i32_, rowOffsets_, n));
+      ivs_[plan_.nLoop] = n;
+      status = hooks_.finish(
+          b_.CreateAdd(b_.CreateAddReduce(sums[r]), offset), ivs_);
     }
   }
 
@@ -178,6 +347,9 @@ private:
   }
 
   const MatVecPlan &plan_;
+  // x86 AVX-512 VNNI (else Arm DSP): x is stored in xPairs_ as bytes.
+  bool vnni_ = false;
+  llvm::GlobalVariable *rowOffsets_ = nullptr;
   int64_t k_ = 1;
   int64_t kPad_ = 0;
   llvm::Type *i32_ = nullptr;
@@ -188,9 +360,10 @@ private:
 
 bool hasMatVecKernel(llvm::StringRef triple, llvm::StringRef features) {
   llvm::Triple t(triple);
-  return (t.isARM() || t.isThumb()) && !features.contains("-dsp") &&
-         (t.getSubArch() == llvm::Triple::ARMSubArch_v7em ||
-          features.contains("+dsp"));
+  return hasVnni(triple, features) ||
+         ((t.isARM() || t.isThumb()) && !features.contains("-dsp") &&
+          (t.getSubArch() == llvm::Triple::ARMSubArch_v7em ||
+           features.contains("+dsp")));
 }
 
 absl::StatusOr<bool> emitMatVec(const dispatch::DispatchProgram &program,
@@ -210,7 +383,11 @@ absl::StatusOr<bool> emitMatVec(const dispatch::DispatchProgram &program,
   if (!hasMatVecKernel(fn->getParent()->getTargetTriple(), features)) {
     return false;
   }
-  MatVecEmitter emitter(program, region, builder, fn, hooks, *plan);
+  bool vnni = hasVnni(fn->getParent()->getTargetTriple(), features);
+  if (vnni && !program.program.tensors[root.inputs[plan->w].tensor].constant) {
+    return false; // the row sums are computed at compile time
+  }
+  MatVecEmitter emitter(program, region, builder, fn, hooks, *plan, vnni);
   absl::Status status = emitter.emit(lo, hi);
   if (!status.ok()) {
     return status;

@@ -1,5 +1,5 @@
 // Integer matrix-vector products (fully connected layers at batch 1) on
-// targets with the Arm DSP extension.
+// targets with the Arm DSP extension or AVX-512 VNNI.
 #ifndef OSPREY_COMPILER_TARGETS_LLVM_CPU_MATVEC_H_
 #define OSPREY_COMPILER_TARGETS_LLVM_CPU_MATVEC_H_
 
@@ -20,6 +20,10 @@ namespace osprey::compiler::llvm_cpu {
 //     steps per row, SXTB16 and SXTB16 ROR 8 give the same two pairs, two
 //     SMLADs add their products, the x pairs loaded once for all rows;
 //   then the region's epilogue per output.
+// With AVX-512 VNNI (constant weights): x is stored once as bytes x + 128,
+// each row's dot product is one VPDPBUSD per 64 steps (unsigned x bytes
+// times signed weights), and -128 * (sum of the row), computed at compile
+// time, is added back: exact in wrapping i32 arithmetic.
 // Returns false, emitting nothing, otherwise. Errors come from |hooks|.
 absl::StatusOr<bool> emitMatVec(const dispatch::DispatchProgram &program,
                                 const dispatch::DispatchRegion &region,

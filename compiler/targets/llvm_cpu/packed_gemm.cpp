@@ -18,7 +18,9 @@
 // the panel rows are pairs of steps, A is packed the same way (at compile
 // time on vector targets, else per chunk and block of MR rows), and the
 // microkernel does one pair multiply-add per word. Rows of A are always the
-// outer loop there, so a packed block meets every column chunk.
+// outer loop there, so a packed block meets every column chunk. With i8
+// operands and constant A on AVX-512 VNNI (GemmElements::kI8Quads), a word
+// holds four steps as bytes and each multiply-add is one VPDPBUSD.
 //
 // Transposed tiles: when A has its M axis innermost (constant weights of
 // small pixel tiles get such a copy from structured::relayoutGemmOperands),
@@ -63,7 +65,7 @@ gemmKernelShape(llvm::StringRef triple, llvm::StringRef features,
   if (t.getArch() == llvm::Triple::x86_64 && features.contains("+avx512bw") &&
       !features.contains("-evex512")) {
     // 8 x 32 lanes as for f32: 16 zmm accumulators, each multiply-add
-    // two reduction steps.
+    // two reduction steps (four with quads).
     shape = {/*vectorWidth=*/16, /*mr=*/8, /*nv=*/2, /*kc=*/512,
              /*maxScratch=*/512 * 1024};
   } else if (t.getArch() == llvm::Triple::x86_64 &&
@@ -84,6 +86,10 @@ gemmKernelShape(llvm::StringRef triple, llvm::StringRef features,
     return std::nullopt;
   }
   shape.elements = elements;
+  if (elements == GemmElements::kI8Quads &&
+      (shape.vectorWidth != 16 || !features.contains("+avx512vnni"))) {
+    return std::nullopt; // VPDPBUSD on 512-bit vectors only
+  }
   return shape;
 }
 
@@ -113,13 +119,21 @@ namespace {
 
 // acc + lo16(a) * lo16(b) + hi16(a) * hi16(b) per 32-bit lane of |acc|,
 // |a| and |b| (i32 or vectors of it), in wrapping i32 arithmetic, with the
-// target's pair multiply-add instruction.
-llvm::Value *pairMultiplyAdd(llvm::IRBuilder<> &b, llvm::Module &m,
-                             llvm::Value *acc, llvm::Value *a, llvm::Value *x) {
+// target's pair multiply-add instruction. With |elements| kI8Quads: acc +
+// the four products of the signed bytes of |a| and the unsigned bytes of
+// |x| (VPDPBUSD).
+llvm::Value *wordMultiplyAdd(llvm::IRBuilder<> &b, llvm::Module &m,
+                             GemmElements elements, llvm::Value *acc,
+                             llvm::Value *a, llvm::Value *x) {
   llvm::Triple t(m.getTargetTriple());
   llvm::StringRef features = targetFeatures(m);
   auto *vec = llvm::dyn_cast<llvm::FixedVectorType>(acc->getType());
   unsigned lanes = vec ? vec->getNumElements() : 1;
+  if (elements == GemmElements::kI8Quads) {
+    // gemmKernelShape offers quads only with AVX-512 VNNI.
+    return b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_vpdpbusd_512, {},
+                             {acc, x, a});
+  }
   if (t.getArch() == llvm::Triple::x86_64 && lanes == 16) {
     if (features.contains("+avx512vnni")) {
       return b.CreateIntrinsic(llvm::Intrinsic::x86_avx512_vpdpwssd_512, {},
@@ -159,10 +173,10 @@ llvm::Value *pairMultiplyAdd(llvm::IRBuilder<> &b, llvm::Module &m,
 // c[r][0..nv*VW) += sum_k a[min(r, rows-1)*lda + k*ka] * b[k][..]
 // for r < mr; rows of b are |ldb| and rows of c |ldc| elements apart.
 // |prefetchRows| > 0 prefetches rows of b that many steps ahead (b streams
-// from memory). With i16 pairs (|elements|), a, b and c hold 32-bit words,
-// k counts pairs, a is a packed block with the words of step k at
-// a[k*mr .. k*mr+mr) (lda, ka and rows are not read: rows past the matrix
-// are zeros) and each step is a pair multiply-add.
+// from memory). With integer words (|elements| i16 pairs or i8 quads), a,
+// b and c hold 32-bit words, k counts words, a is a packed block with the
+// words of step k at a[k*mr .. k*mr+mr) (lda, ka and rows are not read:
+// rows past the matrix are zeros) and each step is one word multiply-add.
 llvm::Function *microkernelFor(llvm::Module &m, unsigned vw,
                                GemmElements elements,
                                const std::string &name, unsigned mr,
@@ -171,12 +185,13 @@ llvm::Function *microkernelFor(llvm::Module &m, unsigned vw,
   if (llvm::Function *f = m.getFunction(name)) {
     return f;
   }
-  bool pairs = elements == GemmElements::kI16Pairs;
+  // Integer words: pairs of i16 or quads of i8.
+  bool words = elements != GemmElements::kF32;
   llvm::LLVMContext &ctx = m.getContext();
   llvm::IRBuilder<> types(ctx); // for types and constants only
   llvm::Type *idxTy = m.getDataLayout().getIntPtrType(ctx);
   llvm::Type *ptr = types.getPtrTy();
-  llvm::Type *f32 = pairs ? types.getInt32Ty() : types.getFloatTy();
+  llvm::Type *f32 = words ? types.getInt32Ty() : types.getFloatTy();
   llvm::Type *vec =
       vw == 1 ? f32 : llvm::FixedVectorType::get(f32, vw);
   auto *fnTy = llvm::FunctionType::get(
@@ -239,7 +254,7 @@ llvm::Function *microkernelFor(llvm::Module &m, unsigned vw,
   // reduction kept two extra bases and reloaded them from the stack every
   // iteration (DS-CNN's pointwise layers 1.24 -> 0.9 instructions per
   // multiply-add).
-  bool stepPointers = pairs && vw == 1;
+  bool stepPointers = words && vw == 1;
   llvm::PHINode *bPtr = nullptr, *aPtr = nullptr;
   if (stepPointers) {
     bPtr = b.CreatePHI(ptr, 2);
@@ -280,7 +295,7 @@ llvm::Function *microkernelFor(llvm::Module &m, unsigned vw,
   llvm::Value *aAt = b.CreateMul(k, ka);
   llvm::Value *aBlock =
       stepPointers ? static_cast<llvm::Value *>(aPtr)
-      : pairs      ? b.CreateInBoundsGEP(
+      : words      ? b.CreateInBoundsGEP(
                     f32, a, b.CreateMul(k, llvm::ConstantInt::get(idxTy, mr)))
                    : nullptr;
   std::vector<llvm::Value *> next(acc.size());
@@ -300,14 +315,15 @@ llvm::Function *microkernelFor(llvm::Module &m, unsigned vw,
   for (unsigned r = 0; r < mr; ++r) {
     llvm::Value *s =
         !aWords.empty() ? aWords[r]
-        : pairs         ? b.CreateLoad(f32, b.CreateInBoundsGEP(
+        : words         ? b.CreateLoad(f32, b.CreateInBoundsGEP(
                                         f32, aBlock,
                                         llvm::ConstantInt::get(idxTy, r)))
                 : b.CreateLoad(f32, b.CreateInBoundsGEP(f32, aRows[r], aAt));
     llvm::Value *splat = vw == 1 ? s : b.CreateVectorSplat(vw, s);
     for (unsigned v = 0; v < nv; ++v) {
       next[r * nv + v] =
-          pairs ? pairMultiplyAdd(b, m, acc[r * nv + v], splat, bv[v])
+          words ? wordMultiplyAdd(b, m, elements, acc[r * nv + v], splat,
+                                  bv[v])
                 : b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vec},
                                     {splat, bv[v], acc[r * nv + v]});
     }
@@ -361,11 +377,19 @@ public:
       : TileEmitter(p, r, b, fn, hooks), plan_(plan), shape_(shape),
         options_(options) {
     nr_ = shape.vectorWidth * shape.nv;
-    pairs_ = shape.elements == GemmElements::kI16Pairs;
   }
 
   // Static sizes; false when the scratch does not fit the budget.
   bool size() {
+    if (shape_.elements == GemmElements::kI8Quads &&
+        (!i8(root().inputs[plan_.a]) || !i8(root().inputs[plan_.b]) ||
+         !canPrepackA())) {
+      // Quads need bytes and A's row sums at compile time; the pair kernel
+      // has the same blocking.
+      shape_.elements = GemmElements::kI16Pairs;
+    }
+    words_ = shape_.elements != GemmElements::kF32;
+    steps_ = shape_.elements == GemmElements::kI8Quads ? 4 : words_ ? 2 : 1;
     int64_t nMax = 1;
     for (unsigned d : plan_.nLoops) {
       nMax *= maxExtent(d);
@@ -380,11 +404,12 @@ public:
     }
     mPad_ = (mMax + shape_.mr - 1) / shape_.mr * shape_.mr;
     kc_ = std::min<int64_t>(shape_.kc, k_);
-    // Rows of the panel: reduction steps, or pairs of them.
-    kRows_ = pairs_ ? (kc_ + 1) / 2 : kc_;
+    // Rows of the panel: reduction steps, or words of steps_ of them
+    // (chunks of shape_.kc steps start at whole words).
+    kRows_ = (kc_ + steps_ - 1) / steps_;
     auto fits = [&](int64_t pixels) {
       int64_t pad = (pixels + nr_ - 1) / nr_ * nr_;
-      int64_t aPanel = pairs_ ? shape_.mr * kRows_ : 0;
+      int64_t aPanel = words_ ? shape_.mr * kRows_ : 0;
       return uint64_t(kRows_ * pad + mPad_ * pad + aPanel) * 4 <=
              shape_.maxScratch;
     };
@@ -414,7 +439,7 @@ public:
     nPad_ = chunks_ * nr_;
     nvT_ = transposedVectors(mMax);
     nrT_ = shape_.vectorWidth * nvT_;
-    if (!pairs_ && subLoop_ < 0 && columnPanelsOfA(mMax)) {
+    if (!words_ && subLoop_ < 0 && columnPanelsOfA(mMax)) {
       // Pixel blocks of mrT_ rows with the least padding (ties: larger).
       int64_t best = std::numeric_limits<int64_t>::max();
       for (int64_t r = shape_.mr; r >= 2; --r) {
@@ -452,7 +477,7 @@ public:
                                nullptr, "panel");
       panel_->setAlignment(llvm::Align(64));
     }
-    if (pairs_) {
+    if (words_) {
       prepacked_ = prepackedA();
       if (!prepacked_) {
         aPanel_ = b_.CreateAlloca(
@@ -534,7 +559,7 @@ public:
       // Accumulators start at the reduction's initial value.
       int64_t accSize = transposed_ ? nRowsT_ * mPadT_ : mPad_ * nPad_;
       llvm::Constant *init =
-          pairs_ ? llvm::ConstantInt::get(f32, int64_t(*op.init))
+          words_ ? llvm::ConstantInt::get(f32, int64_t(*op.init))
                  : llvm::ConstantFP::get(f32, *op.init);
       loop(idx(0), idx(accSize), [&](llvm::Value *i) {
         b_.CreateStore(init, b_.CreateInBoundsGEP(f32, accs_, i));
@@ -575,9 +600,9 @@ public:
                     b_.CreateAdd(row, j));
           });
         };
-        if (pairs_) {
-          loop(idx(0), ceilDiv(kc, 2), [&](llvm::Value *pair) {
-            packPairs(k0, kc, pair, lo, hi, nStride);
+        if (words_) {
+          loop(idx(0), ceilDiv(kc, steps_), [&](llvm::Value *word) {
+            packWords(k0, kc, word, lo, hi, nStride);
           });
         } else if (!directB_) {
           loop(idx(0), kc, pack);
@@ -613,7 +638,7 @@ public:
           rows = b_.CreateSelect(b_.CreateICmpSLT(rows, idx(shape_.mr)),
                                  rows, idx(shape_.mr));
           llvm::Value *aRow =
-              pairs_ ? aPairs_
+              words_ ? aPairs_
                      : b_.CreateInBoundsGEP(
                            f32, aBase,
                            b_.CreateAdd(
@@ -627,7 +652,7 @@ public:
                            b_.CreateMul(c, idx(nr_))));
           llvm::SmallVector<llvm::Value *, 8> args = {
               aRow, idx(lda), idx(aK), rows, bp, cp,
-              pairs_ ? ceilDiv(kc, 2) : kc};
+              words_ ? ceilDiv(kc, steps_) : kc};
           if (!wide) {
             b_.CreateCall(kernel(shape_.nv), args);
             return;
@@ -641,19 +666,20 @@ public:
           emitTransposedChunk(aBase, aOff, k0, kc, lo, mExt, nTile);
           return;
         }
-        if (pairs_) {
+        if (words_) {
           // The block's rows of A are packed once, then meet every column
           // chunk (the panel streams from L2).
           loop(idx(0), mBlocks, [&](llvm::Value *mb) {
             if (prepacked_) {
-              // Block (lo / MR + mb), pair k0 / 2 of the compile-time copy.
+              // Block (lo / MR + mb), word k0 / steps_ of the compile-time
+              // copy.
               llvm::Value *blockIndex = b_.CreateAdd(
                   b_.CreateUDiv(lo[plan_.mLoop], idx(shape_.mr)), mb);
               aPairs_ = b_.CreateInBoundsGEP(
                   b_.getInt32Ty(), prepacked_,
                   b_.CreateMul(
-                      b_.CreateAdd(b_.CreateMul(blockIndex, idx(kPairs_)),
-                                   b_.CreateUDiv(k0, idx(2))),
+                      b_.CreateAdd(b_.CreateMul(blockIndex, idx(kWords_)),
+                                   b_.CreateUDiv(k0, idx(steps_))),
                       idx(shape_.mr)));
             } else {
               packA(aBase, aOff, aK, lda, lo[plan_.mLoop], mExt, mb, kc);
@@ -681,6 +707,12 @@ public:
         ivs_[plan_.mLoop] = b_.CreateAdd(lo[plan_.mLoop], m);
         llvm::Value *row = b_.CreateMul(m, idx(transposed_ ? 1 : nPad_));
         int64_t colStride = transposed_ ? mPadT_ : 1;
+        // Quads: -128 * (sum of the row of A) undoes B's +128.
+        llvm::Value *offset =
+            rowOffsets_ ? b_.CreateLoad(f32, b_.CreateInBoundsGEP(
+                                                 f32, rowOffsets_,
+                                                 ivs_[plan_.mLoop]))
+                        : nullptr;
         forBox([&](llvm::Value *j) {
           if (!status.ok()) {
             return;
@@ -689,6 +721,9 @@ public:
               f32, b_.CreateInBoundsGEP(
                        f32, accs_,
                        b_.CreateAdd(row, b_.CreateMul(j, idx(colStride)))));
+          if (offset) {
+            v = b_.CreateAdd(v, offset);
+          }
           status = hooks_.finish(v, ivs_);
         });
         ivs_[plan_.mLoop] = lo[plan_.mLoop];
@@ -699,9 +734,15 @@ public:
 
 private:
   // What the panels and accumulators hold: f32, or 32-bit words (pairs of
-  // i16 in the panels, i32 accumulators).
+  // i16 or quads of bytes in the panels, i32 accumulators).
   llvm::Type *elementType() {
-    return pairs_ ? b_.getInt32Ty() : b_.getFloatTy();
+    return words_ ? b_.getInt32Ty() : b_.getFloatTy();
+  }
+
+  // Whether input |in| holds i8.
+  bool i8(const structured::OperandAccess &in) const {
+    return p_.program.tensors[in.tensor].type.elementType() ==
+           graph::ElementType::I8;
   }
 
   // The integer type of input |in|'s elements (i8 or i16, see planGemm).
@@ -742,26 +783,50 @@ private:
     }
   }
 
-  // Packs pair |pair| of the chunk's reduction steps (k0 + 2 * pair and the
-  // next one, which reads as 0 at or past |kc|) into panel row |pair|: one
-  // word per pixel, the first step's value in the low half.
-  void packPairs(llvm::Value *k0, llvm::Value *kc, llvm::Value *pair,
+  // The panel word of B's values |xs| at steps_ consecutive reduction
+  // steps: pairs of sign-extended i16, the second 0 unless present
+  // (|has|[1]), or quads of bytes x + 128 (what VPDPBUSD multiplies as
+  // unsigned), where a step that is not present keeps its value: it is
+  // past K, where the compile-time copy of A is zero.
+  llvm::Value *panelWord(llvm::ArrayRef<llvm::Value *> xs,
+                         llvm::ArrayRef<llvm::Value *> has) {
+    if (steps_ == 2) {
+      return pairWord(xs[0], xs[1], has[1]);
+    }
+    llvm::Type *i32 = b_.getInt32Ty();
+    llvm::Value *word = nullptr;
+    for (unsigned i = 0; i < steps_; ++i) {
+      llvm::Value *byte = b_.CreateZExt(
+          b_.CreateXor(b_.CreateTrunc(xs[i], b_.getInt8Ty()), 0x80), i32);
+      byte = b_.CreateShl(byte, 8 * i);
+      word = word ? b_.CreateOr(word, byte) : byte;
+    }
+    return word;
+  }
+
+  // Packs word |word| of the chunk's reduction steps (k0 + steps_ * word and
+  // the next steps_ - 1, which read as 0 at or past |kc|) into panel row
+  // |word|: one word per pixel, the first step's value in the low bits.
+  void packWords(llvm::Value *k0, llvm::Value *kc, llvm::Value *word,
                  llvm::ArrayRef<llvm::Value *> lo,
                  llvm::ArrayRef<llvm::Value *> hi,
                  llvm::ArrayRef<llvm::Value *> nStride) {
-    llvm::Value *even = b_.CreateMul(pair, idx(2));
-    llvm::Value *odd = b_.CreateAdd(even, idx(1));
-    llvm::Value *hasOdd = b_.CreateICmpSLT(odd, kc);
-    // Without a second step its indices are the first's, so its reads stay
-    // in range (the value is dropped).
-    std::vector<llvm::Value *> kEven =
-        reductionIndices(b_.CreateAdd(k0, even));
-    std::vector<llvm::Value *> kOdd = reductionIndices(
-        b_.CreateAdd(k0, b_.CreateSelect(hasOdd, odd, even)));
-    llvm::Value *row = b_.CreateMul(pair, idx(nPad_));
+    llvm::Value *first = b_.CreateMul(word, idx(steps_));
+    // Steps past kc take the first step's indices, so their reads stay in
+    // range (the value is dropped).
+    std::vector<std::vector<llvm::Value *>> steps;
+    std::vector<llvm::Value *> has;
+    for (unsigned i = 0; i < steps_; ++i) {
+      llvm::Value *k = b_.CreateAdd(first, idx(i));
+      llvm::Value *inside = i == 0 ? nullptr : b_.CreateICmpSLT(k, kc);
+      has.push_back(inside);
+      steps.push_back(reductionIndices(b_.CreateAdd(
+          k0, inside ? b_.CreateSelect(inside, k, first) : first)));
+    }
+    llvm::Value *row = b_.CreateMul(word, idx(nPad_));
     unsigned d = plan_.nLoops.back();
     forRows(lo, hi, nStride, [&](llvm::Value *j) {
-      packPairRow(lo[d], hi[d], b_.CreateAdd(row, j), kEven, kOdd, hasOdd);
+      packWordRow(lo[d], hi[d], b_.CreateAdd(row, j), steps, has);
     });
     for (unsigned k : plan_.kLoops) {
       ivs_[k] = idx(0);
@@ -769,22 +834,25 @@ private:
   }
 
   // One row of B (the innermost N loop over [lo, hi)) for the reduction
-  // steps at |kEven| and |kOdd|, as words from panel element |at| on. The
-  // interior where both steps read inside B uses plain loads; the border
-  // the emitter's checked ones (padding).
-  void packPairRow(llvm::Value *lo, llvm::Value *hi, llvm::Value *at,
-                   llvm::ArrayRef<llvm::Value *> kEven,
-                   llvm::ArrayRef<llvm::Value *> kOdd, llvm::Value *hasOdd) {
+  // steps at |steps| (present where |has|), as words from panel element
+  // |at| on. The interior where every step reads inside B uses plain
+  // loads; the border the emitter's checked ones (padding).
+  void packWordRow(llvm::Value *lo, llvm::Value *hi, llvm::Value *at,
+                   llvm::ArrayRef<std::vector<llvm::Value *>> steps,
+                   llvm::ArrayRef<llvm::Value *> has) {
     const structured::OperandAccess &in = root().inputs[plan_.b];
     llvm::Type *i32 = b_.getInt32Ty();
     llvm::Type *elem = integerType(in);
     unsigned d = plan_.nLoops.back();
-    setReduction(kEven);
-    RowSplit s0 = splitRow(in, d, lo, hi);
-    setReduction(kOdd);
-    RowSplit s1 = splitRow(in, d, lo, hi);
-    llvm::Value *first = smax(s0.first, s1.first);
-    llvm::Value *last = smax(smin(s0.last, s1.last), first);
+    std::vector<RowSplit> splits;
+    llvm::Value *first = nullptr, *last = nullptr;
+    for (const std::vector<llvm::Value *> &k : steps) {
+      setReduction(k);
+      splits.push_back(splitRow(in, d, lo, hi));
+      first = first ? smax(first, splits.back().first) : splits.back().first;
+      last = last ? smin(last, splits.back().last) : splits.back().last;
+    }
+    last = smax(last, first);
     auto store = [&](llvm::Value *iv, llvm::Value *word) {
       b_.CreateStore(word, b_.CreateInBoundsGEP(
                                i32, panel_,
@@ -792,44 +860,64 @@ private:
     };
     auto checked = [&](llvm::Value *iv) {
       ivs_[d] = iv;
-      setReduction(kEven);
-      llvm::Value *x0 = hooks_.load(in, ivs_);
-      setReduction(kOdd);
-      llvm::Value *x1 = hooks_.load(in, ivs_);
-      store(iv, pairWord(x0, x1, hasOdd));
+      std::vector<llvm::Value *> xs;
+      for (const std::vector<llvm::Value *> &k : steps) {
+        setReduction(k);
+        xs.push_back(hooks_.load(in, ivs_));
+      }
+      store(iv, panelWord(xs, has));
     };
     loop(lo, first, checked);
     loop(first, last, [&](llvm::Value *iv) {
-      store(iv, pairWord(loadAt(in, s0, iv, elem), loadAt(in, s1, iv, elem),
-                         hasOdd));
+      std::vector<llvm::Value *> xs;
+      for (const RowSplit &split : splits) {
+        xs.push_back(loadAt(in, split, iv, elem));
+      }
+      store(iv, panelWord(xs, has));
     });
     loop(last, hi, checked);
     ivs_[d] = lo;
   }
 
-  // On vector targets (hosts: the copy's size does not matter there), a
-  // constant A whose tiles start at whole blocks of MR rows is packed at
-  // compile time, once, instead of per pixel tile: words [block][pair][row]
-  // over all of K (chunks start at even steps), rows past M and the step
-  // past K zero. Returns the module constant, or nullptr.
+  // Whether A can be packed at compile time (prepackedA): on vector targets
+  // (hosts: the copy's size does not matter there), a constant A whose
+  // tiles start at whole blocks of MR rows and which does not move with
+  // the batch loops.
+  bool canPrepackA() {
+    const structured::OperandAccess &a = root().inputs[plan_.a];
+    const structured::TensorInfo &info = p_.program.tensors[a.tensor];
+    int64_t bytes =
+        info.type.elementType() == graph::ElementType::I16 ? 2 : 1;
+    if (shape_.vectorWidth == 1 || !info.constant ||
+        !info.type.hasStaticShape() ||
+        int64_t(info.constant->bytes().size()) !=
+            info.type.numElements() * bytes ||
+        (maxExtent(plan_.mLoop) % shape_.mr != 0 &&
+         maxExtent(plan_.mLoop) != root().bounds[plan_.mLoop])) {
+      return false;
+    }
+    for (unsigned d : plan_.batchLoops) {
+      if (plan_.aStrides[d] != 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // A packed at compile time (see canPrepackA), once, instead of per pixel
+  // tile: words [block][word][row] over all of K (chunks start at whole
+  // words), rows past M and the steps past K zero. With quads, also sets
+  // rowOffsets_ to a constant of -128 * (sum of the row) per row of A.
+  // Returns the module constant, or nullptr.
   llvm::GlobalVariable *prepackedA() {
+    if (!canPrepackA()) {
+      return nullptr;
+    }
     const structured::OperandAccess &a = root().inputs[plan_.a];
     const structured::TensorInfo &info = p_.program.tensors[a.tensor];
     int64_t mr = shape_.mr, m = root().bounds[plan_.mLoop];
     bool wide = info.type.elementType() == graph::ElementType::I16;
     int64_t bytes = wide ? 2 : 1;
-    if (shape_.vectorWidth == 1 || !info.constant ||
-        !info.type.hasStaticShape() ||
-        int64_t(info.constant->bytes().size()) !=
-            info.type.numElements() * bytes ||
-        (maxExtent(plan_.mLoop) % mr != 0 && maxExtent(plan_.mLoop) != m)) {
-      return nullptr;
-    }
-    for (unsigned d : plan_.batchLoops) {
-      if (plan_.aStrides[d] != 0) {
-        return nullptr;
-      }
-    }
     int64_t aK = plan_.aStrides[plan_.kLoops.front()];
     for (unsigned d : plan_.kLoops) {
       if (root().bounds[d] > 1) {
@@ -837,11 +925,22 @@ private:
       }
     }
     int64_t lda = plan_.aStrides[plan_.mLoop];
-    kPairs_ = (k_ + 1) / 2;
-    std::string name = "constant_" + info.name + "_pairs" +
+    kWords_ = (k_ + steps_ - 1) / steps_;
+    std::string name = "constant_" + info.name +
+                       (steps_ == 4 ? "_quads" : "_pairs") +
                        std::to_string(mr) + "_" + std::to_string(lda) + "_" +
                        std::to_string(aK) + "_" +
                        std::to_string(plan_.aOffset);
+    auto global = [&](llvm::Constant *init, const std::string &symbol) {
+      auto *g = new llvm::GlobalVariable(m_, init->getType(), true,
+                                         llvm::GlobalValue::InternalLinkage,
+                                         init, symbol);
+      g->setAlignment(llvm::Align(64));
+      return g;
+    };
+    if (steps_ == 4) {
+      rowOffsets_ = m_.getNamedGlobal(name + "_offsets");
+    }
     if (llvm::GlobalVariable *g = m_.getNamedGlobal(name)) {
       return g;
     }
@@ -860,22 +959,35 @@ private:
     };
     int64_t blocks = (m + mr - 1) / mr;
     std::vector<uint32_t> words;
-    words.reserve(blocks * kPairs_ * mr);
+    words.reserve(blocks * kWords_ * mr);
     for (int64_t blk = 0; blk < blocks; ++blk) {
-      for (int64_t pr = 0; pr < kPairs_; ++pr) {
+      for (int64_t w = 0; w < kWords_; ++w) {
         for (int64_t r = 0; r < mr; ++r) {
           int64_t row = blk * mr + r;
-          words.push_back((uint32_t(element(row, 2 * pr)) & 0xffffu) |
-                          (uint32_t(element(row, 2 * pr + 1)) << 16));
+          uint32_t word = 0;
+          for (int64_t i = 0; i < steps_; ++i) {
+            uint32_t bits = steps_ == 4 ? 0xffu : 0xffffu;
+            word |= (uint32_t(element(row, w * steps_ + i)) & bits)
+                    << (32 / steps_ * i);
+          }
+          words.push_back(word);
         }
       }
     }
-    llvm::Constant *init = llvm::ConstantDataArray::get(ctx_, words);
-    auto *g = new llvm::GlobalVariable(m_, init->getType(), true,
-                                       llvm::GlobalValue::InternalLinkage,
-                                       init, name);
-    g->setAlignment(llvm::Align(64));
-    return g;
+    if (steps_ == 4) {
+      // Wrapping, like the accumulation it corrects.
+      std::vector<uint32_t> offsets(m);
+      for (int64_t row = 0; row < m; ++row) {
+        uint32_t sum = 0;
+        for (int64_t k = 0; k < k_; ++k) {
+          sum += uint32_t(element(row, k));
+        }
+        offsets[row] = 0u - sum * 128u;
+      }
+      rowOffsets_ =
+          global(llvm::ConstantDataArray::get(ctx_, offsets), name + "_offsets");
+    }
+    return global(llvm::ConstantDataArray::get(ctx_, words), name);
   }
 
   // Packs the chunk's |kc| reduction steps of rows |mb| * MR .. + MR of the
@@ -1265,16 +1377,20 @@ private:
   // A kTransposedPrefetchRows steps ahead).
   static constexpr int64_t kTransposedKc = 128;
   int64_t nr_ = 0, k_ = 0, kc_ = 0, chunks_ = 0, nPad_ = 0, mPad_ = 0;
-  // i16 pairs (GemmElements::kI16Pairs): A is packed too, per chunk and
-  // block of MR rows; the panels have kRows_ rows (pairs of steps; kc_
-  // rows for f32).
-  bool pairs_ = false;
+  // Integer words (i16 pairs or i8 quads): A is packed too, per chunk and
+  // block of MR rows or at compile time; the panels have kRows_ rows
+  // (words of steps_ steps; kc_ rows for f32).
+  bool words_ = false;
+  // Reduction steps per panel word: 1 (f32), 2 (i16 pairs), 4 (i8 quads).
+  int64_t steps_ = 1;
+  // Quads: -128 * (sum of the row of A) per row, added in the epilogue.
+  llvm::GlobalVariable *rowOffsets_ = nullptr;
   int64_t kRows_ = 0;
   llvm::AllocaInst *aPanel_ = nullptr;
-  // A packed at compile time (prepackedA()), its pairs per block row, and
+  // A packed at compile time (prepackedA()), its words per block row, and
   // the current block's words (aPanel_ or a block of prepacked_).
   llvm::GlobalVariable *prepacked_ = nullptr;
-  int64_t kPairs_ = 0;
+  int64_t kWords_ = 0;
   llvm::Value *aPairs_ = nullptr;
   // Transposed tiles (columnPanelsOfA): pixel blocks of mrT_, nRowsT_ rows
   // of mPadT_ accumulators; directB_ when B is read in place with
@@ -1297,8 +1413,10 @@ private:
 llvm::Function *packedGemmKernel(llvm::Module &module,
                                 const GemmKernelShape &shape, unsigned nv,
                                 int64_t ld) {
-  bool pairs = shape.elements == GemmElements::kI16Pairs;
-  std::string name = "osprey_gemm_" + std::string(pairs ? "i16x2_" : "") +
+  const char *kind = shape.elements == GemmElements::kI8Quads    ? "i8x4_"
+                     : shape.elements == GemmElements::kI16Pairs ? "i16x2_"
+                                                                 : "";
+  std::string name = "osprey_gemm_" + std::string(kind) +
                      std::to_string(shape.mr) + "x" +
                      std::to_string(nv * shape.vectorWidth) + "_ld" +
                      std::to_string(ld) + "_" +
@@ -1332,10 +1450,16 @@ absl::StatusOr<bool> emitPackedGemm(const dispatch::DispatchProgram &program,
     return false;
   }
   llvm::StringRef features = targetFeatures(*fn->getParent());
-  // planGemm's roots are f32 or widen i8/i16 operands into i32.
-  std::optional<GemmKernelShape> shape = gemmKernelShape(
-      fn->getParent()->getTargetTriple(), features,
-      allF32(program, root) ? GemmElements::kF32 : GemmElements::kI16Pairs);
+  // planGemm's roots are f32 or widen i8/i16 operands into i32; the
+  // emitter falls back from quads to pairs where quads do not apply.
+  llvm::StringRef triple = fn->getParent()->getTargetTriple();
+  std::optional<GemmKernelShape> shape =
+      allF32(program, root)
+          ? gemmKernelShape(triple, features, GemmElements::kF32)
+          : gemmKernelShape(triple, features, GemmElements::kI8Quads);
+  if (!shape && !allF32(program, root)) {
+    shape = gemmKernelShape(triple, features, GemmElements::kI16Pairs);
+  }
   if (!shape) {
     return false;
   }

@@ -23,6 +23,14 @@ enum class GemmElements : uint8_t {
   // pairs and adds both products (x86 VPDPWSSD or VPMADDWD + VPADDD per
   // lane, Arm SMLAD), wrapping like the i32 accumulation it replaces.
   kI16Pairs,
+  // i8 operands packed as quads of bytes (reduction steps 4k .. 4k+3 in one
+  // 32-bit word) and i32 accumulators: one x86 VPDPBUSD per lane multiplies
+  // four unsigned bytes of B by four signed bytes of A and adds the four
+  // products. B's bytes are stored as x + 128 (x XOR 0x80); A is packed at
+  // compile time with its row sums, and the epilogue adds -128 * sum(A row)
+  // back. Every step is exact in wrapping i32 arithmetic, so the results
+  // are those of the i32 accumulation it replaces, bit for bit.
+  kI8Quads,
 };
 
 // Register blocking of the microkernel for a target.
@@ -51,7 +59,7 @@ inline llvm::StringRef targetFeatures(const llvm::Module &m) {
 // The blocking used for modules with target triple |triple| and CPU features
 // |features|, or nullopt when the target has no kernel for |elements|
 // (i16 pairs need a pair multiply-add instruction: AVX2, AVX-512BW or the
-// Arm DSP extension).
+// Arm DSP extension; i8 quads AVX-512 VNNI).
 std::optional<GemmKernelShape>
 gemmKernelShape(llvm::StringRef triple, llvm::StringRef features,
                 GemmElements elements);

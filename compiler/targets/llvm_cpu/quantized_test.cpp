@@ -4,6 +4,7 @@
 // QuantizeLinear arithmetic) on random shapes and parameters, bit for bit,
 // including saturating requantization; and builds them for the embedded
 // targets, whose links admit no runtime helper.
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -252,10 +253,17 @@ TEST(QuantizedTest, DepthwiseConvMatchesReference) {
 // Matrix products
 //===----------------------------------------------------------------------===//
 
-void checkMatMul(Rng &rng, bool constantB) {
-  int m = int(rng.uniform(1, 9)), k = int(rng.uniform(1, 40)),
+// Shapes: m in [1, mMax], k in [kMin, kMax], n in [1, 20]. With |extreme|,
+// every input and weight is -128 (the largest products).
+void checkMatMul(Rng &rng, bool constantB, int mMax = 9, int kMin = 1,
+                 int kMax = 40, bool extreme = false) {
+  int m = int(rng.uniform(1, mMax)), k = int(rng.uniform(kMin, kMax)),
       n = int(rng.uniform(1, 21));
   std::vector<int8_t> a = rng.int8s(size_t(m) * k), b = rng.int8s(size_t(k) * n);
+  if (extreme) {
+    std::fill(a.begin(), a.end(), int8_t(-128));
+    std::fill(b.begin(), b.end(), int8_t(-128));
+  }
   std::vector<int32_t> bias(n), mult(n), shift(n);
   for (int c = 0; c < n; ++c) {
     bias[c] = int32_t(rng.uniform(-100000, 100000));
@@ -309,6 +317,28 @@ TEST(QuantizedTest, MatMulMatchesReference) {
   for (int trial = 0; trial < 12; ++trial) {
     SCOPED_TRACE(trial);
     checkMatMul(rng, /*constantB=*/trial % 3 != 0);
+  }
+}
+
+// Reductions longer than one packed chunk (512 steps), of lengths that are
+// not whole words or vectors, and single rows (matrix-vector products, with
+// their weights laid out as rows of k), including all-extreme operands.
+TEST(QuantizedTest, LongReductionsMatchReference) {
+  Rng rng(22);
+  for (int trial = 0; trial < 8; ++trial) {
+    SCOPED_TRACE(trial);
+    checkMatMul(rng, /*constantB=*/trial != 3, /*mMax=*/trial % 2 ? 1 : 12,
+                /*kMin=*/450, /*kMax=*/1300, /*extreme=*/trial == 5);
+  }
+  for (int trial = 0; trial < 3; ++trial) {
+    SCOPED_TRACE(trial);
+    ConvCase t = randomConv(rng, false);
+    t.group = 1;
+    t.c = int(rng.uniform(56, 90));
+    t.kh = 3;
+    t.h = std::max(t.h, 3);
+    t.pt = t.pb = 1;
+    checkConv(rng, t);
   }
 }
 
