@@ -759,8 +759,10 @@ private:
                         llvm::Value *hasSecond) {
     llvm::Type *i32 = b_.getInt32Ty();
     llvm::Value *low = b_.CreateAnd(b_.CreateSExt(x0, i32), 0xffff);
-    llvm::Value *high = b_.CreateSelect(hasSecond, b_.CreateSExt(x1, i32),
-                                        llvm::ConstantInt::get(i32, 0));
+    llvm::Value *high = b_.CreateSExt(x1, i32);
+    if (hasSecond) {
+      high = b_.CreateSelect(hasSecond, high, llvm::ConstantInt::get(i32, 0));
+    }
     return b_.CreateOr(low, b_.CreateShl(high, 16));
   }
 
@@ -813,15 +815,19 @@ private:
                  llvm::ArrayRef<llvm::Value *> nStride) {
     llvm::Value *first = b_.CreateMul(word, idx(steps_));
     // Steps past kc take the first step's indices, so their reads stay in
-    // range (the value is dropped).
+    // range (the value is dropped). Chunks are whole words but for the
+    // last, which has k_ % steps_ steps in its last word: with none, every
+    // step is present (no test in the packing loops).
+    bool ragged = k_ % steps_ != 0;
     std::vector<std::vector<llvm::Value *>> steps;
     std::vector<llvm::Value *> has;
     for (unsigned i = 0; i < steps_; ++i) {
       llvm::Value *k = b_.CreateAdd(first, idx(i));
-      llvm::Value *inside = i == 0 ? nullptr : b_.CreateICmpSLT(k, kc);
+      llvm::Value *inside =
+          i == 0 || !ragged ? nullptr : b_.CreateICmpSLT(k, kc);
       has.push_back(inside);
       steps.push_back(reductionIndices(b_.CreateAdd(
-          k0, inside ? b_.CreateSelect(inside, k, first) : first)));
+          k0, inside ? b_.CreateSelect(inside, k, first) : k)));
     }
     llvm::Value *row = b_.CreateMul(word, idx(nPad_));
     unsigned d = plan_.nLoops.back();
