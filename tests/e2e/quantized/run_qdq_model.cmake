@@ -1,15 +1,19 @@
-# Compiles DIR/MODEL.onnx for the host (with COMPILE_ARGS, e.g. --accelerator=npu-v1), runs it
+# Compiles DIR/MODEL.onnx for TARGET (default: the host; with COMPILE_ARGS, e.g.
+# --accelerator=npu-v1), runs it
 # on DEVICE (cpu-task with two workers; "cpu-sync,npu" for a CPU and the NPU) with osprey-run and
 # checks the output against DIR/MODEL.ref0.npy (bit for bit) and DIR/MODEL.float0.npy (SNR) with
 # check_int8.py. Files are named after TAG (default: DEVICE).
 if(NOT TAG)
   set(TAG ${DEVICE})
 endif()
+if(NOT TARGET)
+  set(TARGET host)
+endif()
 separate_arguments(_compile_args UNIX_COMMAND "${COMPILE_ARGS}")
 set(_module ${DIR}/${MODEL}.${TAG}.osp)
 set(_output ${DIR}/${MODEL}.${TAG}.out0.npy)
 file(REMOVE ${_module} ${_output})
-execute_process(COMMAND ${COMPILE} ${DIR}/${MODEL}.onnx --target=host ${_compile_args} -o ${_module}
+execute_process(COMMAND ${COMPILE} ${DIR}/${MODEL}.onnx --target=${TARGET} ${_compile_args} -o ${_module}
                 RESULT_VARIABLE _rc)
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "osprey-compile failed on ${MODEL}.onnx")
