@@ -218,50 +218,29 @@ private:
   // 64 bytes is a masked load), the lanes added up, the row's offset, then
   // the epilogue.
   void vnniBlock(llvm::Value *n0, int64_t rows, absl::Status &status) {
-    llvm::Value *w = hooks_.base(root().inputs[plan_.w].tensor);
     llvm::Type *i8 = b_.getInt8Ty();
     auto *bytesTy = llvm::FixedVectorType::get(i8, kVnniBytes);
     auto *lanesTy = llvm::FixedVectorType::get(i32_, kVnniBytes / 4);
-    std::vector<llvm::Value *> rowPtr;
-    for (int64_t r = 0; r < rows; ++r) {
-      llvm::Value *n = b_.CreateAdd(n0, idx(r));
-      rowPtr.push_back(
-          b_.CreateInBoundsGEP(i8, w, b_.CreateMul(n, idx(kPad_))));
-    }
+    std::vector<llvm::Value *> rowPtr = rowPointers(n0, rows);
     int64_t full = kPad_ / kVnniBytes, tail = kPad_ % kVnniBytes;
-    llvm::BasicBlock *pre = b_.GetInsertBlock();
-    llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "mv_loop", fn_);
-    llvm::BasicBlock *body = llvm::BasicBlock::Create(ctx_, "mv_body", fn_);
-    llvm::BasicBlock *exit = llvm::BasicBlock::Create(ctx_, "mv_exit", fn_);
-    b_.CreateBr(header);
-    b_.SetInsertPoint(header);
-    llvm::PHINode *g = b_.CreatePHI(idxTy_, 2);
-    g->addIncoming(idx(0), pre);
-    std::vector<llvm::PHINode *> accs;
-    for (int64_t r = 0; r < rows; ++r) {
-      accs.push_back(b_.CreatePHI(lanesTy, 2));
-      accs.back()->addIncoming(llvm::Constant::getNullValue(lanesTy), pre);
-    }
-    b_.CreateCondBr(b_.CreateICmpSLT(g, idx(full)), body, exit);
-    b_.SetInsertPoint(body);
-    llvm::Value *at = b_.CreateMul(g, idx(kVnniBytes));
     auto dot = [&](llvm::Value *acc, llvm::Value *xv, llvm::Value *wv) {
       return b_.CreateIntrinsic(
           llvm::Intrinsic::x86_avx512_vpdpbusd_512, {},
           {acc, b_.CreateBitCast(xv, lanesTy), b_.CreateBitCast(wv, lanesTy)});
     };
-    llvm::Value *xv = b_.CreateAlignedLoad(
-        bytesTy, b_.CreateInBoundsGEP(i8, xPairs_, at), llvm::Align(64));
-    for (int64_t r = 0; r < rows; ++r) {
-      llvm::Value *wv = b_.CreateAlignedLoad(
-          bytesTy, b_.CreateInBoundsGEP(i8, rowPtr[r], at), llvm::Align(1));
-      accs[r]->addIncoming(dot(accs[r], xv, wv), b_.GetInsertBlock());
-    }
-    g->addIncoming(b_.CreateAdd(g, idx(1), "", true, true),
-                   b_.GetInsertBlock());
-    b_.CreateBr(header);
-    b_.SetInsertPoint(exit);
-    std::vector<llvm::Value *> sums(accs.begin(), accs.end());
+    std::vector<llvm::Value *> sums = accumulate(
+        full, rows, lanesTy, /*unroll=*/true,
+        [&](llvm::Value *g, std::vector<llvm::Value *> &accs) {
+          llvm::Value *at = b_.CreateMul(g, idx(kVnniBytes));
+          llvm::Value *xv = b_.CreateAlignedLoad(
+              bytesTy, b_.CreateInBoundsGEP(i8, xPairs_, at), llvm::Align(64));
+          for (int64_t r = 0; r < rows; ++r) {
+            llvm::Value *wv = b_.CreateAlignedLoad(
+                bytesTy, b_.CreateInBoundsGEP(i8, rowPtr[r], at),
+                llvm::Align(1));
+            accs[r] = dot(accs[r], xv, wv);
+          }
+        });
     if (tail != 0) {
       llvm::SmallVector<llvm::Constant *, 64> mask;
       for (int64_t i = 0; i < kVnniBytes; ++i) {
@@ -290,6 +269,39 @@ private:
 
   // Outputs n0 .. n0 + rows: the dot products, then the epilogue.
   void block(llvm::Value *n0, int64_t rows, absl::Status &status) {
+    std::vector<llvm::Value *> rowPtr = rowPointers(n0, rows);
+    // Unrolled, the loop runs out of registers and spills accumulators
+    // (FC autoencoder 0.63 -> 0.61 M instructions without unrolling).
+    std::vector<llvm::Value *> sums = accumulate(
+        kPad_ / 4, rows, i32_, /*unroll=*/false,
+        [&](llvm::Value *g, std::vector<llvm::Value *> &accs) {
+          llvm::Value *at = b_.CreateShl(g, idx(1));
+          llvm::Value *xEven = b_.CreateAlignedLoad(
+              i32_, b_.CreateInBoundsGEP(i32_, xPairs_, at), llvm::Align(4));
+          llvm::Value *xOdd = b_.CreateAlignedLoad(
+              i32_,
+              b_.CreateInBoundsGEP(i32_, xPairs_, b_.CreateAdd(at, idx(1))),
+              llvm::Align(4));
+          llvm::Value *byteOffset = b_.CreateShl(g, idx(2));
+          for (int64_t r = 0; r < rows; ++r) {
+            llvm::Value *word = b_.CreateAlignedLoad(
+                i32_,
+                b_.CreateInBoundsGEP(b_.getInt8Ty(), rowPtr[r], byteOffset),
+                llvm::Align(1));
+            accs[r] = b_.CreateIntrinsic(llvm::Intrinsic::arm_smlad, {},
+                                         {xEven, sxtb16(word), accs[r]});
+            accs[r] = b_.CreateIntrinsic(llvm::Intrinsic::arm_smlad, {},
+                                         {xOdd, sxtb16Odd(word), accs[r]});
+          }
+        });
+    for (int64_t r = 0; r < rows && status.ok(); ++r) {
+      ivs_[plan_.nLoop] = b_.CreateAdd(n0, idx(r));
+      status = hooks_.finish(sums[r], ivs_);
+    }
+  }
+
+  // Pointers to rows n0 .. n0 + rows of the weights.
+  std::vector<llvm::Value *> rowPointers(llvm::Value *n0, int64_t rows) {
     llvm::Value *w = hooks_.base(root().inputs[plan_.w].tensor);
     std::vector<llvm::Value *> rowPtr;
     for (int64_t r = 0; r < rows; ++r) {
@@ -297,7 +309,16 @@ private:
       rowPtr.push_back(b_.CreateInBoundsGEP(b_.getInt8Ty(), w,
                                             b_.CreateMul(n, idx(kPad_))));
     }
-    // for (g = 0; g < Kp / 4; ++g) with the accumulators as loop values.
+    return rowPtr;
+  }
+
+  // for (g = 0; g < count; ++g) step(g, accs): |rows| accumulators of
+  // |type|, zero at the start, carried as loop values; returns their final
+  // values. Without |unroll| the loop is marked to stay rolled.
+  std::vector<llvm::Value *> accumulate(
+      int64_t count, int64_t rows, llvm::Type *type, bool unroll,
+      llvm::function_ref<void(llvm::Value *, std::vector<llvm::Value *> &)>
+          step) {
     llvm::BasicBlock *pre = b_.GetInsertBlock();
     llvm::BasicBlock *header = llvm::BasicBlock::Create(ctx_, "mv_loop", fn_);
     llvm::BasicBlock *body = llvm::BasicBlock::Create(ctx_, "mv_body", fn_);
@@ -306,44 +327,28 @@ private:
     b_.SetInsertPoint(header);
     llvm::PHINode *g = b_.CreatePHI(idxTy_, 2);
     g->addIncoming(idx(0), pre);
-    std::vector<llvm::PHINode *> accs;
+    std::vector<llvm::PHINode *> phis;
     for (int64_t r = 0; r < rows; ++r) {
-      accs.push_back(b_.CreatePHI(i32_, 2));
-      accs.back()->addIncoming(b_.getInt32(0), pre);
+      phis.push_back(b_.CreatePHI(type, 2));
+      phis.back()->addIncoming(llvm::Constant::getNullValue(type), pre);
     }
-    b_.CreateCondBr(b_.CreateICmpSLT(g, idx(kPad_ / 4)), body, exit);
+    b_.CreateCondBr(b_.CreateICmpSLT(g, idx(count)), body, exit);
     b_.SetInsertPoint(body);
-    llvm::Value *at = b_.CreateShl(g, idx(1));
-    llvm::Value *xEven = b_.CreateAlignedLoad(
-        i32_, b_.CreateInBoundsGEP(i32_, xPairs_, at), llvm::Align(4));
-    llvm::Value *xOdd = b_.CreateAlignedLoad(
-        i32_,
-        b_.CreateInBoundsGEP(i32_, xPairs_, b_.CreateAdd(at, idx(1))),
-        llvm::Align(4));
-    llvm::Value *byteOffset = b_.CreateShl(g, idx(2));
+    std::vector<llvm::Value *> accs(phis.begin(), phis.end());
+    step(g, accs);
     for (int64_t r = 0; r < rows; ++r) {
-      llvm::Value *word = b_.CreateAlignedLoad(
-          i32_, b_.CreateInBoundsGEP(b_.getInt8Ty(), rowPtr[r], byteOffset),
-          llvm::Align(1));
-      llvm::Value *acc = b_.CreateIntrinsic(llvm::Intrinsic::arm_smlad, {},
-                                            {xEven, sxtb16(word), accs[r]});
-      acc = b_.CreateIntrinsic(llvm::Intrinsic::arm_smlad, {},
-                               {xOdd, sxtb16Odd(word), acc});
-      accs[r]->addIncoming(acc, b_.GetInsertBlock());
+      phis[r]->addIncoming(accs[r], b_.GetInsertBlock());
     }
     g->addIncoming(b_.CreateAdd(g, idx(1), "", true, true),
                    b_.GetInsertBlock());
-    // Unrolled, the loop runs out of registers and spills accumulators
-    // (FC autoencoder 0.63 -> 0.61 M instructions without unrolling).
     llvm::BranchInst *latch = b_.CreateBr(header);
-    llvm::Metadata *disable[] = {
-        llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")};
-    setLoopProperties(latch, {llvm::MDNode::get(ctx_, disable)});
-    b_.SetInsertPoint(exit);
-    for (int64_t r = 0; r < rows && status.ok(); ++r) {
-      ivs_[plan_.nLoop] = b_.CreateAdd(n0, idx(r));
-      status = hooks_.finish(accs[r], ivs_);
+    if (!unroll) {
+      llvm::Metadata *disable[] = {
+          llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")};
+      setLoopProperties(latch, {llvm::MDNode::get(ctx_, disable)});
     }
+    b_.SetInsertPoint(exit);
+    return std::vector<llvm::Value *>(phis.begin(), phis.end());
   }
 
   const MatVecPlan &plan_;
