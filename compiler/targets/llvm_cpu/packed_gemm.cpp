@@ -350,7 +350,7 @@ llvm::Function *microkernelFor(llvm::Module &m, unsigned vw,
     // (30 -> 25.5 instructions per step of 16 products).
     llvm::Metadata *count[] = {
         llvm::MDString::get(ctx, "llvm.loop.unroll.count"),
-        llvm::ConstantAsMetadata::get(b.getInt32(4))};
+        llvm::ConstantAsMetadata::get(b.getInt32(words ? 16 : 4))};
     setLoopProperties(latch, {llvm::MDNode::get(ctx, count)});
   }
   b.SetInsertPoint(exit);
