@@ -34,6 +34,10 @@ constexpr OpInfo kOps[] = {
     {OpKind::Identity, "Identity", 1, 1, 1, 1, TC::Any, r::sameAsFirst, true},
     {OpKind::Clip, "Clip", 1, 3, 1, 1, TC::Numeric, r::sameAsFirst, true},
     {OpKind::Cast, "Cast", 1, 1, 1, 1, TC::Any, r::cast, true},
+    {OpKind::Floor, "Floor", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {OpKind::Ceil, "Ceil", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {OpKind::Round, "Round", 1, 1, 1, 1, TC::Float, r::sameAsFirst, true},
+    {OpKind::Sign, "Sign", 1, 1, 1, 1, TC::Numeric, r::sameAsFirst, true},
     // Elementwise binary / ternary with broadcasting.
     {OpKind::Add, "Add", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
     {OpKind::Sub, "Sub", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},

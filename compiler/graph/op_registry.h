@@ -17,7 +17,7 @@ namespace osprey::compiler::graph {
 enum class OpKind : uint8_t {
   // Elementwise unary.
   Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Erf, Gelu, Sqrt,
-  Reciprocal, Exp, Log, Abs, Neg, Identity, Clip, Cast,
+  Reciprocal, Exp, Log, Abs, Neg, Identity, Clip, Cast, Floor, Ceil, Round, Sign,
   // Elementwise binary / ternary with broadcasting.
   Add, Sub, Mul, Div, Pow, Equal, Less, Greater, LessOrEqual, GreaterOrEqual,
   Where,

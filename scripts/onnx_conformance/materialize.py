@@ -71,7 +71,8 @@ OPS = {
     "ReduceSumSquare": "reducesumsquare", "PRelu": "prelu", "Elu": "elu",
     "Selu": "selu", "Softsign": "softsign", "Softplus": "softplus", "LessOrEqual": "less_equal",
     "GreaterOrEqual": "greater_equal", "And": "and", "Or": "or", "Xor": "xor",
-    "Not": "not",
+    "Not": "not", "Floor": "floor", "Ceil": "ceil", "Round": "round",
+    "Sign": "sign",
 }
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
 # which has no generator for it.
@@ -111,7 +112,8 @@ FAMILIES = {
     "conv": ["Conv", "ConvTranspose"],
     "matmul": ["Gemm", "MatMul"],
     "arith": ["Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Exp",
-              "Log", "Abs", "Neg", "Max", "Min", "Sum", "Mean"],
+              "Log", "Abs", "Neg", "Max", "Min", "Sum", "Mean", "Floor", "Ceil",
+              "Round", "Sign"],
     "activation": ["Relu", "LeakyRelu", "Clip", "Sigmoid", "HardSigmoid",
                    "HardSwish", "Tanh", "Erf", "PRelu", "Elu", "Selu",
                    "Softsign", "Softplus"],

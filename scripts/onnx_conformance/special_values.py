@@ -61,6 +61,11 @@ def _unary_refs():
         "Reciprocal": ({}, np.reciprocal),
         "Exp": ({}, np.exp),
         "Log": ({}, np.log),
+        "Floor": ({}, np.floor),
+        "Ceil": ({}, np.ceil),
+        # Ties to even, as ONNX Round.
+        "Round": ({}, np.round),
+        "Sign": ({}, np.sign),
         "Relu": ({}, lambda v: np.clip(v, 0, np.inf)),
         "LeakyRelu": ({"alpha": 0.1},
                       lambda v: np.where(v >= 0, v, v * 0.1)),

@@ -66,6 +66,14 @@ double applyUnary(const Op &op, double x) {
                       0.0, 1.0);
   case OpKind::HardSwish:
     return x * std::clamp(x / 6.0 + 0.5, 0.0, 1.0);
+  case OpKind::Floor:
+    return std::floor(x);
+  case OpKind::Ceil:
+    return std::ceil(x);
+  case OpKind::Round:
+    return std::nearbyint(x); // the default mode: to nearest, ties to even
+  case OpKind::Sign:
+    return x > 0 ? 1.0 : x < 0 ? -1.0 : x - x;
   default:
     return x; // Identity, Cast
   }
@@ -86,6 +94,10 @@ bool isUnary(OpKind k) {
   case OpKind::LeakyRelu:
   case OpKind::HardSigmoid:
   case OpKind::HardSwish:
+  case OpKind::Floor:
+  case OpKind::Ceil:
+  case OpKind::Round:
+  case OpKind::Sign:
   case OpKind::Identity:
   case OpKind::Cast:
     return true;

@@ -77,6 +77,31 @@ ScalarBody unaryBody(const Op &op) {
   case OpKind::Cast:
     r = b.cast(x, op.result()->type().elementType());
     break;
+  // Round is to nearest, ties to even. Floor and Ceil correct that rounding
+  // by one where it went the wrong way; -0, infinities and NaN come through
+  // unchanged (the comparisons are false), and floor(-0.5) is -1, ceil(-0.5)
+  // is -0.
+  case OpKind::Round:
+    r = b.unary(SK::RoundEven, x);
+    break;
+  case OpKind::Floor: {
+    unsigned even = b.unary(SK::RoundEven, x);
+    r = b.select(b.binary(SK::CmpGt, even, x), b.binary(SK::Sub, even, c(1)),
+                 even);
+    break;
+  }
+  case OpKind::Ceil: {
+    unsigned even = b.unary(SK::RoundEven, x);
+    r = b.select(b.binary(SK::CmpLt, even, x), b.binary(SK::Add, even, c(1)),
+                 even);
+    break;
+  }
+  // 1, -1, or x - x: +0 for both zeros (as numpy's sign), NaN for NaN.
+  case OpKind::Sign:
+    r = b.select(b.binary(SK::CmpGt, x, c(0)), c(1),
+                 b.select(b.binary(SK::CmpLt, x, c(0)), c(-1),
+                          b.binary(SK::Sub, x, x)));
+    break;
   // As the ONNX definitions write them (NaN stays NaN: the comparisons are
   // false and the other side computes NaN).
   case OpKind::Elu: {

@@ -83,13 +83,15 @@ llvm::Value *emitAddSat(llvm::IRBuilderBase &b, llvm::Value *a,
 
 llvm::Value *emitRoundHalfEven(llvm::IRBuilderBase &b, llvm::Value *x) {
   llvm::Type *t = x->getType();
-  llvm::Value *two23 = llvm::ConstantFP::get(t, 8388608.0);
+  // From 2^23 on every float (2^52 every double) is integral; below it
+  // adding 2^23 leaves no fraction bits, so the addition rounds (to even)
+  // and the subtraction is exact. No fast-math flags: the two must not be
+  // folded.
+  llvm::Value *integral = llvm::ConstantFP::get(
+      t, t->getScalarType()->isDoubleTy() ? 4503599627370496.0 : 8388608.0);
   llvm::Value *magnitude = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-  // From 2^23 on every float is integral; below it adding 2^23 leaves no
-  // fraction bits, so the addition rounds (to even) and the subtraction is
-  // exact. No fast-math flags: the two must not be folded.
-  llvm::Value *rounded = b.CreateFSub(b.CreateFAdd(magnitude, two23), two23);
-  llvm::Value *small = b.CreateFCmpOLT(magnitude, two23);
+  llvm::Value *rounded = b.CreateFSub(b.CreateFAdd(magnitude, integral), integral);
+  llvm::Value *small = b.CreateFCmpOLT(magnitude, integral);
   llvm::Value *r = b.CreateSelect(small, rounded, magnitude);
   return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);
 }
