@@ -99,6 +99,10 @@ def _binary_refs():
     }
 
 
+# Operators whose results are compared exactly (no tolerance).
+EXACT = {"Floor", "Ceil", "Round", "Sign", "Abs", "Neg", "Relu"}
+
+
 # Exponents exporters write as constants, plus ones that take the general
 # path.
 POW_EXPONENTS = [2.0, 3.0, 4.0, 1.0, 0.0, -1.0, -2.0, 0.5, -0.5, 2.5, 1.5,
@@ -111,8 +115,11 @@ def cases():
     x = SPECIALS.reshape(1, -1)
     for op, (attrs, ref) in _unary_refs().items():
         node = helper.make_node(op, ["x"], ["y"], **attrs)
-        out.append((op, _model("osprey_special_%s" % op.lower(), node,
-                               [("x", x)], [("y", _f32(ref, x))])))
+        case = _model("osprey_special_%s" % op.lower(), node, [("x", x)],
+                      [("y", _f32(ref, x))])
+        if op in EXACT:
+            case.tolerance = 0
+        out.append((op, case))
 
     a = SPECIALS.reshape(-1, 1)
     b = SPECIALS.reshape(1, -1)
@@ -137,6 +144,19 @@ def cases():
     out.append(("PRelu", _model(
         "osprey_special_prelu", node, [("x", x), ("slope", slope)],
         [("y", _f32(lambda v, s: np.where(v < 0, s * v, v), x, slope))])))
+
+    # Rounding in double: fractions below 2^52 (float's 2^23 is not enough),
+    # the halves just under it, and huge values that are already integral.
+    x64 = np.concatenate([SPECIALS.astype(np.float64), np.array(
+        [0.3, -0.7, 2.5e-9, 8388608.5, -8388609.5, 4503599627370495.5,
+         -4503599627370494.5, 1.0e300], np.float64)]).reshape(1, -1)
+    for op, ref in (("Floor", np.floor), ("Ceil", np.ceil),
+                    ("Round", np.round), ("Sign", np.sign)):
+        node = helper.make_node(op, ["x"], ["y"])
+        case = _model("osprey_special_%s_f64" % op.lower(), node,
+                      [("x", x64)], [("y", ref(x64))])
+        case.tolerance = 0
+        out.append((op, case))
 
     # Mean as the ONNX reference computes it: the sum in float32, then the
     # division (3e38 + 3e38 overflows to inf before it is halved).
