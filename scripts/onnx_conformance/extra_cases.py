@@ -342,6 +342,42 @@ def cases():
         case.expect_reject = "index %d is out of range for an axis of 4" % bad
         out.append(("Gather", case))
 
+    # DepthToSpace / SpaceToDepth beyond ONNX's examples: a batch of two,
+    # blocksize 3, both DepthToSpace modes and integer data (the reference
+    # is the ONNX definition's reshape-transpose-reshape, in numpy).
+    x = rng.randn(2, 18, 2, 3).astype(np.float32)
+    n, c, h, w = x.shape
+    for mode in ("DCR", "CRD"):
+        if mode == "DCR":
+            t = x.reshape(n, 3, 3, c // 9, h, w).transpose(0, 3, 4, 1, 5, 2)
+        else:
+            t = x.reshape(n, c // 9, 3, 3, h, w).transpose(0, 1, 4, 2, 5, 3)
+        node = helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=3,
+                                mode=mode)
+        out.append(("DepthToSpace", _case(
+            "osprey_depthtospace_b3_" + mode.lower(), node, [x],
+            [t.reshape(n, c // 9, h * 3, w * 3)])))
+    xi = rng.randint(-100, 100, (2, 3, 6, 4)).astype(np.int32)
+    n, c, h, w = xi.shape
+    t = xi.reshape(n, c, h // 2, 2, w // 2, 2).transpose(0, 3, 5, 1, 2, 4)
+    node = helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2)
+    out.append(("SpaceToDepth", _case(
+        "osprey_spacetodepth_b2_int32", node, [xi],
+        [t.reshape(n, c * 4, h // 2, w // 2)])))
+    # Shapes the block size does not divide are an error naming the node.
+    node = helper.make_node("DepthToSpace", ["x"], ["y"], blocksize=2)
+    case = _case("osprey_depthtospace_bad_channels", node,
+                 [rng.randn(1, 6, 2, 2).astype(np.float32)],
+                 [np.zeros((1, 1, 4, 4), np.float32)])
+    case.expect_reject = "channels (6) are not a multiple of blocksize^2 (4)"
+    out.append(("DepthToSpace", case))
+    node = helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2)
+    case = _case("osprey_spacetodepth_bad_height", node,
+                 [rng.randn(1, 2, 3, 4).astype(np.float32)],
+                 [np.zeros((1, 8, 1, 2), np.float32)])
+    case.expect_reject = "height and width (3, 4) are not multiples of blocksize (2)"
+    out.append(("SpaceToDepth", case))
+
     out.extend(_typed_cases(rng))
     out.extend(_quantization_cases(rng))
 

@@ -72,7 +72,8 @@ OPS = {
     "Selu": "selu", "Softsign": "softsign", "Softplus": "softplus", "LessOrEqual": "less_equal",
     "GreaterOrEqual": "greater_equal", "And": "and", "Or": "or", "Xor": "xor",
     "Not": "not", "Floor": "floor", "Ceil": "ceil", "Round": "round",
-    "Sign": "sign",
+    "Sign": "sign", "DepthToSpace": "depthtospace",
+    "SpaceToDepth": "spacetodepth",
 }
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
 # which has no generator for it.
@@ -122,7 +123,7 @@ FAMILIES = {
     "pool": ["MaxPool", "AveragePool", "GlobalAveragePool"],
     "shape": ["Flatten", "Reshape", "Transpose", "Concat", "Split", "Slice",
               "Squeeze", "Unsqueeze", "Gather", "Pad", "Expand", "Shape",
-              "Constant", "Identity"],
+              "Constant", "Identity", "DepthToSpace", "SpaceToDepth"],
     "reduce": ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
                "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare"],
     "resize": ["Resize"],

@@ -37,8 +37,9 @@ constexpr int64_t kMaxOpset = 21;
 
 // ONNX op types with no graph op of their own, which the importer rewrites
 // into registry ops: Dropout (inference: its input), Sum and Mean (chains of
-// Add).
-const char *const kRewrittenOps[] = {"Dropout", "Sum", "Mean"};
+// Add), DepthToSpace and SpaceToDepth (Reshape, Transpose, Reshape).
+const char *const kRewrittenOps[] = {"Dropout", "Sum", "Mean", "DepthToSpace",
+                                     "SpaceToDepth"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -740,6 +741,83 @@ private:
     return defineOutput(node, index, acc);
   }
 
+  // DepthToSpace and SpaceToDepth on [N, C, H, W] with blocksize b, as the
+  // ONNX definitions write them: a reshape to 6-D, a transpose, a reshape
+  // back to 4-D. Needs a static input shape.
+  absl::Status importDepthSpace(const onnx::NodeProto &node, int index,
+                                const std::vector<Value *> &operands,
+                                const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    const bool toSpace = node.op_type() == "DepthToSpace";
+    if (operands.size() != 1 || !operands[0]) {
+      return nodeError(node, index, "expected 1 operand");
+    }
+    auto b = attrs.find("blocksize");
+    if (b == attrs.end() || !b->second.isInt() || b->second.getInt() < 1) {
+      return nodeError(node, index,
+                       "attribute 'blocksize' must be a positive integer");
+    }
+    std::string mode = "DCR";
+    if (auto it = attrs.find("mode"); it != attrs.end()) {
+      if (!toSpace || !it->second.isString() ||
+          (it->second.getString() != "DCR" && it->second.getString() != "CRD")) {
+        return nodeError(node, index,
+                         "attribute 'mode' must be DCR or CRD (DepthToSpace)");
+      }
+      mode = it->second.getString();
+    }
+    Value *x = operands[0];
+    const TensorType &type = x->type();
+    if (!type.hasStaticShape() || type.rank() != 4) {
+      return unimplemented(node, index,
+                           "needs a 4-D input of static shape (pin dynamic "
+                           "dimensions with --input-shape)");
+    }
+    const int64_t bs = b->second.getInt();
+    const int64_t n = type.dim(0), c = type.dim(1), h = type.dim(2),
+                  w = type.dim(3);
+    std::vector<int64_t> split, perm, out;
+    if (toSpace) {
+      if (c % (bs * bs) != 0) {
+        return nodeError(node, index,
+                         "channels (" + std::to_string(c) +
+                             ") are not a multiple of blocksize^2 (" +
+                             std::to_string(bs * bs) + ")");
+      }
+      const int64_t cOut = c / (bs * bs);
+      if (mode == "DCR") {
+        split = {n, bs, bs, cOut, h, w};
+        perm = {0, 3, 4, 1, 5, 2};
+      } else {
+        split = {n, cOut, bs, bs, h, w};
+        perm = {0, 1, 4, 2, 5, 3};
+      }
+      out = {n, cOut, h * bs, w * bs};
+    } else {
+      if (h % bs != 0 || w % bs != 0) {
+        return nodeError(node, index,
+                         "height and width (" + std::to_string(h) + ", " +
+                             std::to_string(w) +
+                             ") are not multiples of blocksize (" +
+                             std::to_string(bs) + ")");
+      }
+      split = {n, c, h / bs, bs, w / bs, bs};
+      perm = {0, 3, 5, 1, 2, 4};
+      out = {n, c * bs * bs, h / bs, w / bs};
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        Op * blocks, addTypedOp("Reshape", {x, constInts(split, name)}, {},
+                                name, ""));
+    COMPILER_ASSIGN_OR_RETURN(
+        Op * moved, addTypedOp("Transpose", {blocks->result()},
+                               {{"perm", Attribute(graph::IntList(perm))}},
+                               name, ""));
+    COMPILER_ASSIGN_OR_RETURN(
+        Op * back, addTypedOp("Reshape", {moved->result(), constInts(out, name)},
+                              {}, name, node.output(0)));
+    return defineOutput(node, index, back->result());
+  }
+
   // Before opset 13, Softmax (default axis 1) coerces its input to 2-D,
   // [prod(dims before axis), prod(dims from axis)], and normalizes each row:
   // one softmax over all the trailing axes together. The graph's Softmax is
@@ -1128,6 +1206,8 @@ private:
       return importDropout(node, index, operands);
     } else if (opType == "Sum" || opType == "Mean") {
       return importVariadicSum(node, index, operands);
+    } else if (opType == "DepthToSpace" || opType == "SpaceToDepth") {
+      return importDepthSpace(node, index, operands, attrs);
     } else if (kind == OpKind::Pad) {
       COMPILER_RETURN_IF_ERROR(expandPadAxes(node, index, operands));
       COMPILER_RETURN_IF_ERROR(
