@@ -97,6 +97,7 @@ constexpr OpInfo kOps[] = {
     {OpKind::Resize, "Resize", 1, 4, 1, 1, TC::Numeric, r::resize, false},
     {OpKind::Shape, "Shape", 1, 1, 1, 1, TC::Any, r::shape, false},
     {OpKind::Constant, "Constant", 0, 0, 1, 1, TC::Any, r::constant, false},
+    {OpKind::ConstantOfShape, "ConstantOfShape", 1, 1, 1, 1, TC::Any, r::constantOfShape, false},
     // Quantization: ONNX operators (quantized_shape_rules.cpp).
     {OpKind::QuantizeLinear, "QuantizeLinear", 2, 3, 1, 1, TC::Float, r::quantizeLinear, false},
     {OpKind::DequantizeLinear, "DequantizeLinear", 2, 3, 1, 1, TC::Numeric, r::dequantizeLinear, false},

@@ -37,6 +37,10 @@ enum class OpKind : uint8_t {
   // Data movement.
   Flatten, Reshape, Transpose, Concat, Split, Slice, Squeeze, Unsqueeze, Gather,
   Pad, Expand, Resize, Shape, Constant,
+  // A tensor of the shape its operand lists, every element attribute
+  // 'value' (of element type 'dtype'); only constant shapes compile (it
+  // folds).
+  ConstantOfShape,
   // Quantization: ONNX operators.
   QuantizeLinear, DequantizeLinear, QLinearConv, QLinearMatMul, ConvInteger,
   MatMulInteger,

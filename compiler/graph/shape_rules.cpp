@@ -242,6 +242,34 @@ absl::Status constant(const Op &op, std::vector<TensorType> &out) {
   return absl::OkStatus();
 }
 
+absl::Status constantOfShape(const Op &op, std::vector<TensorType> &out) {
+  std::string name = op.getString("dtype", "f32");
+  auto et = parseElementType(name);
+  if (!et) {
+    return err("unsupported element type '" + name + "'");
+  }
+  const TensorType &s = typeOf(op, 0);
+  if (s.hasRank() && (s.rank() != 1 || s.elementType() != ElementType::I64)) {
+    return err("the shape operand must be a 1-D int64 tensor, found " +
+               s.str());
+  }
+  auto dims = getConstantInts(op.operand(0));
+  if (!dims) {
+    out = {s.hasStaticShape()
+               ? TensorType::ranked(*et, std::vector<int64_t>(s.dim(0),
+                                                              kDynamic))
+               : TensorType::unranked(*et)};
+    return absl::OkStatus();
+  }
+  for (int64_t d : *dims) {
+    if (d < 0) {
+      return err("shape dimension " + std::to_string(d) + " is negative");
+    }
+  }
+  out = {TensorType::ranked(*et, *dims)};
+  return absl::OkStatus();
+}
+
 absl::Status conv(const Op &op, std::vector<TensorType> &out) {
   const TensorType &x = typeOf(op, 0), &w = typeOf(op, 1);
   COMPILER_RETURN_IF_ERROR(checkFloatOperand(op, 1, "weight"));

@@ -378,6 +378,34 @@ def cases():
     case.expect_reject = "height and width (3, 4) are not multiples of blocksize (2)"
     out.append(("SpaceToDepth", case))
 
+    # ConstantOfShape: a double fill and a negative dimension (an error
+    # naming the node). The shape is an initializer (CONST_INPUTS).
+    shape = np.array([2, 0, 3], np.int64)
+    node = helper.make_node(
+        "ConstantOfShape", ["shape"], ["y"],
+        value=helper.make_tensor("value", TensorProto.DOUBLE, [1], [-2.5]))
+    out.append(("ConstantOfShape", _case(
+        "osprey_constantofshape_double_empty", node, [shape],
+        [np.full((2, 0, 3), -2.5, np.float64)])))
+    shape = np.array([3, 4], np.int64)
+    out.append(("ConstantOfShape", _case(
+        "osprey_constantofshape_double", node, [shape],
+        [np.full((3, 4), -2.5, np.float64)])))
+    # Over the compiler's 1 MiB folding limit the fill is computed at run
+    # time; the graph's one node takes the fill's shape from an initializer.
+    shape = np.array([300, 1024], np.int64)
+    node = helper.make_node(
+        "ConstantOfShape", ["shape"], ["y"],
+        value=helper.make_tensor("value", TensorProto.FLOAT, [1], [-0.75]))
+    out.append(("ConstantOfShape", _case(
+        "osprey_constantofshape_large", node, [shape],
+        [np.full((300, 1024), -0.75, np.float32)])))
+    node = helper.make_node("ConstantOfShape", ["shape"], ["y"])
+    case = _case("osprey_constantofshape_negative", node,
+                 [np.array([2, -1], np.int64)], [np.zeros((2, 1), np.float32)])
+    case.expect_reject = "shape dimension -1 is negative"
+    out.append(("ConstantOfShape", case))
+
     out.extend(_typed_cases(rng))
     out.extend(_quantization_cases(rng))
 

@@ -73,7 +73,8 @@ OPS = {
     "GreaterOrEqual": "greater_equal", "And": "and", "Or": "or", "Xor": "xor",
     "Not": "not", "Floor": "floor", "Ceil": "ceil", "Round": "round",
     "Sign": "sign", "DepthToSpace": "depthtospace",
-    "SpaceToDepth": "spacetodepth",
+    "SpaceToDepth": "spacetodepth", "ConstantOfShape": "constantofshape",
+    "Size": "size",
 }
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
 # which has no generator for it.
@@ -87,6 +88,8 @@ CONST_INPUTS = {
     "ReduceL2": {1}, "ReduceSumSquare": {1}, "Clip": {1, 2},
     "BatchNormalization": {1, 2, 3, 4},
     "Where": {0},
+    # ConstantOfShape's shape: only constant shapes compile.
+    "ConstantOfShape": {0},
     # Quantization parameters and weights are compile-time constants; the
     # second matrix of QLinearMatMul and MatMulInteger also runs as a
     # run-time input (activation x activation products).
@@ -123,7 +126,8 @@ FAMILIES = {
     "pool": ["MaxPool", "AveragePool", "GlobalAveragePool"],
     "shape": ["Flatten", "Reshape", "Transpose", "Concat", "Split", "Slice",
               "Squeeze", "Unsqueeze", "Gather", "Pad", "Expand", "Shape",
-              "Constant", "Identity", "DepthToSpace", "SpaceToDepth"],
+              "Constant", "Identity", "DepthToSpace", "SpaceToDepth",
+              "ConstantOfShape", "Size"],
     "reduce": ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
                "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare"],
     "resize": ["Resize"],

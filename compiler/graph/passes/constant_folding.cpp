@@ -19,6 +19,20 @@ absl::Status ConstantFoldingPass::run(Graph &graph) {
     if (!foldable) {
       continue;
     }
+    // Operands that became constants in this pass can fix result shapes
+    // the last shape propagation left open (ConstantOfShape of a folded
+    // shape).
+    if (!op->is(OpKind::Shape) &&
+        llvm::any_of(op->results(), [](const Value *r) {
+          return !r->type().hasStaticShape();
+        })) {
+      std::vector<TensorType> inferred;
+      if (inferResultTypes(*op, inferred).ok()) {
+        for (unsigned i = 0; i < op->numResults(); ++i) {
+          op->result(i)->setType(inferred[i]);
+        }
+      }
+    }
     std::vector<TensorType> types;
     size_t bytes = 0;
     for (Value *result : op->results()) {

@@ -202,6 +202,10 @@ evaluateOp(const Op &op, const std::vector<TensorType> &resultTypes) {
   if (count < 0) {
     return absl::UnimplementedError("result shape is not static");
   }
+  if (k == OpKind::ConstantOfShape) {
+    return std::vector<DenseData>{DenseData::fromDoubles(
+        outEt, std::vector<double>(count, op.getFloat("value", 0.0)))};
+  }
   if (k == OpKind::Shape) {
     const TensorType &t = op.operand(0)->type();
     int64_t r = t.rank();

@@ -37,9 +37,10 @@ constexpr int64_t kMaxOpset = 21;
 
 // ONNX op types with no graph op of their own, which the importer rewrites
 // into registry ops: Dropout (inference: its input), Sum and Mean (chains of
-// Add), DepthToSpace and SpaceToDepth (Reshape, Transpose, Reshape).
+// Add), DepthToSpace and SpaceToDepth (Reshape, Transpose, Reshape), Size
+// (a constant: the element count of a static shape).
 const char *const kRewrittenOps[] = {"Dropout", "Sum", "Mean", "DepthToSpace",
-                                     "SpaceToDepth"};
+                                     "SpaceToDepth", "Size"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -741,6 +742,55 @@ private:
     return defineOutput(node, index, acc);
   }
 
+  // ConstantOfShape's one-element tensor 'value' as the graph op's
+  // attributes 'value' (a number) and 'dtype' (its element type's name).
+  absl::Status fillValue(const onnx::NodeProto &node, int index,
+                         const onnx::AttributeProto &a,
+                         std::map<std::string, Attribute> &attrs) {
+    auto type = tensorType(a.t());
+    if (!type.ok()) {
+      return nodeError(node, index, std::string(type.status().message()));
+    }
+    auto data = readTensor(a.t());
+    if (!data.ok()) {
+      return nodeError(node, index, std::string(data.status().message()));
+    }
+    ElementType et = type->elementType();
+    if (type->numElements() != 1 ||
+        data->size() != graph::elementByteSize(et)) {
+      return nodeError(node, index,
+                       "attribute 'value' must hold exactly one element");
+    }
+    double v = data->getDouble(et, 0);
+    if (!graph::isFloatType(et) && int64_t(v) != data->getInt64(et, 0)) {
+      return unimplemented(node, index,
+                           "an integer 'value' beyond 2^53 is not supported");
+    }
+    attrs["value"] = Attribute(v);
+    attrs["dtype"] = Attribute(graph::elementTypeName(et).str());
+    return absl::OkStatus();
+  }
+
+  // Size: the element count of its operand as an int64 scalar constant.
+  absl::Status importSize(const onnx::NodeProto &node, int index,
+                          const std::vector<Value *> &operands) {
+    if (operands.size() != 1 || !operands[0]) {
+      return nodeError(node, index, "expected 1 operand");
+    }
+    const TensorType &type = operands[0]->type();
+    if (!type.hasStaticShape()) {
+      return unimplemented(node, index,
+                           "needs an operand of static shape (pin dynamic "
+                           "dimensions with --input-shape)");
+    }
+    Op *c = graph_->createConstant(
+        TensorType::ranked(ElementType::I64, {}),
+        DenseData::fromInt64s(ElementType::I64, {type.numElements()}),
+        nullptr, node.output(0));
+    c->setNodeName(nodeName(node, index));
+    return defineOutput(node, index, c->result());
+  }
+
   // DepthToSpace and SpaceToDepth on [N, C, H, W] with blocksize b, as the
   // ONNX definitions write them: a reshape to 6-D, a transpose, a reshape
   // back to 4-D. Needs a static input shape.
@@ -1151,6 +1201,10 @@ private:
     COMPILER_RETURN_IF_ERROR(checkAttributeKinds(node, index, kind));
     std::map<std::string, Attribute> attrs;
     for (const auto &a : node.attribute()) {
+      if (kind == OpKind::ConstantOfShape && a.name() == "value") {
+        COMPILER_RETURN_IF_ERROR(fillValue(node, index, a, attrs));
+        continue;
+      }
       auto attr = convertAttr(a);
       if (!attr.ok()) {
         return nodeError(node, index, std::string(attr.status().message()));
@@ -1206,6 +1260,8 @@ private:
       return importDropout(node, index, operands);
     } else if (opType == "Sum" || opType == "Mean") {
       return importVariadicSum(node, index, operands);
+    } else if (opType == "Size") {
+      return importSize(node, index, operands);
     } else if (opType == "DepthToSpace" || opType == "SpaceToDepth") {
       return importDepthSpace(node, index, operands, attrs);
     } else if (kind == OpKind::Pad) {

@@ -41,9 +41,10 @@ OSPREY_LOWERING(lowerSlice)
 OSPREY_LOWERING(lowerPad)
 // resize.cpp: Resize (nearest, linear).
 OSPREY_LOWERING(lowerResize)
-// shape.cpp: constants, views (Reshape, Flatten, Squeeze, Unsqueeze,
+// shape.cpp: constants, fills, views (Reshape, Flatten, Squeeze, Unsqueeze,
 // Identity), Transpose, Concat, Split.
 OSPREY_LOWERING(lowerConstant)
+OSPREY_LOWERING(lowerConstantOfShape)
 OSPREY_LOWERING(lowerView)
 OSPREY_LOWERING(lowerTranspose)
 OSPREY_LOWERING(lowerConcat)

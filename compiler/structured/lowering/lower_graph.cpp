@@ -91,6 +91,7 @@ constexpr LoweringEntry kLowerings[] = {
     {OpKind::Split, lowerSplit},
     // Constants and views.
     {OpKind::Constant, lowerConstant},
+    {OpKind::ConstantOfShape, lowerConstantOfShape},
     {OpKind::Reshape, lowerView},
     {OpKind::Flatten, lowerView},
     {OpKind::Squeeze, lowerView},

@@ -11,6 +11,21 @@ absl::Status lowerConstant(LoweringContext &ctx, const Op &op) {
   return absl::OkStatus();
 }
 
+// ConstantOfShape left after folding (its result is over the folding size
+// limit): a fill with no inputs. A shape known only at run time is refused.
+absl::Status lowerConstantOfShape(LoweringContext &ctx, const Op &op) {
+  const TensorType &type = op.result()->type();
+  if (!type.hasStaticShape()) {
+    return absl::UnimplementedError(
+        op.describe() +
+        ": the shape is computed at run time; only constant shapes are "
+        "supported (pin dynamic input dimensions with --input-shape)");
+  }
+  StructuredOp s = LoweringContext::parallelOp(op, type.dims());
+  s.body.yield(s.body.constant(op.getFloat("value", 0.0)));
+  return ctx.emit(std::move(s), op.result());
+}
+
 absl::Status lowerView(LoweringContext &ctx, const Op &op) {
   return ctx.view(op);
 }
