@@ -406,6 +406,20 @@ def cases():
     case.expect_reject = "shape dimension -1 is negative"
     out.append(("ConstantOfShape", case))
 
+    # Trilu over a batch of matrices holding NaN and infinities (zeroed where
+    # the triangle ends, kept where it does not), compared exactly; and a k
+    # far outside the matrix.
+    x = rng.randn(2, 3, 4, 5).astype(np.float32)
+    x[0, 1, 2, :] = [np.nan, np.inf, -np.inf, -0.0, np.nan]
+    for upper, k in ((0, -1), (1, 2), (1, -(1 << 40))):
+        node = helper.make_node("Trilu", ["x", "k"], ["y"], upper=upper)
+        ref = np.triu(x, k) if upper else np.tril(x, k)
+        case = _case("osprey_trilu_%s_k%d" % ("upper" if upper else "lower",
+                                               k if k > -100 else -999),
+                     node, [x, np.array(k, np.int64)], [ref])
+        case.tolerance = 0
+        out.append(("Trilu", case))
+
     out.extend(_typed_cases(rng))
     out.extend(_quantization_cases(rng))
 

@@ -74,7 +74,7 @@ OPS = {
     "Not": "not", "Floor": "floor", "Ceil": "ceil", "Round": "round",
     "Sign": "sign", "DepthToSpace": "depthtospace",
     "SpaceToDepth": "spacetodepth", "ConstantOfShape": "constantofshape",
-    "Size": "size",
+    "Size": "size", "Trilu": "trilu",
 }
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
 # which has no generator for it.
@@ -90,6 +90,8 @@ CONST_INPUTS = {
     "Where": {0},
     # ConstantOfShape's shape: only constant shapes compile.
     "ConstantOfShape": {0},
+    # Trilu's k.
+    "Trilu": {1},
     # Quantization parameters and weights are compile-time constants; the
     # second matrix of QLinearMatMul and MatMulInteger also runs as a
     # run-time input (activation x activation products).
@@ -127,7 +129,7 @@ FAMILIES = {
     "shape": ["Flatten", "Reshape", "Transpose", "Concat", "Split", "Slice",
               "Squeeze", "Unsqueeze", "Gather", "Pad", "Expand", "Shape",
               "Constant", "Identity", "DepthToSpace", "SpaceToDepth",
-              "ConstantOfShape", "Size"],
+              "ConstantOfShape", "Size", "Trilu"],
     "reduce": ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
                "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare"],
     "resize": ["Resize"],

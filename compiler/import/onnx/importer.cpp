@@ -38,9 +38,10 @@ constexpr int64_t kMaxOpset = 21;
 // ONNX op types with no graph op of their own, which the importer rewrites
 // into registry ops: Dropout (inference: its input), Sum and Mean (chains of
 // Add), DepthToSpace and SpaceToDepth (Reshape, Transpose, Reshape), Size
-// (a constant: the element count of a static shape).
+// (a constant: the element count of a static shape), Trilu (Where with a
+// constant mask).
 const char *const kRewrittenOps[] = {"Dropout", "Sum", "Mean", "DepthToSpace",
-                                     "SpaceToDepth", "Size"};
+                                     "SpaceToDepth", "Size", "Trilu"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -791,6 +792,65 @@ private:
     return defineOutput(node, index, c->result());
   }
 
+  // Trilu keeps the elements of each trailing N x M matrix with column -
+  // row >= k (upper, the default) or <= k (lower) and zeroes the rest: a
+  // Where with a constant [N, M] mask. Needs a static shape and a constant k.
+  absl::Status importTrilu(const onnx::NodeProto &node, int index,
+                           const std::vector<Value *> &operands,
+                           const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    if (operands.empty() || !operands[0] || operands.size() > 2) {
+      return nodeError(node, index, "expected 1 or 2 operands");
+    }
+    int64_t k = 0;
+    if (operands.size() == 2 && operands[1]) {
+      auto ks = graph::getConstantInts(operands[1]);
+      if (!ks || ks->size() != 1) {
+        return unimplemented(node, index,
+                             "k must be a constant integer scalar");
+      }
+      k = (*ks)[0];
+    }
+    bool upper = true;
+    if (auto it = attrs.find("upper"); it != attrs.end()) {
+      if (!it->second.isInt()) {
+        return nodeError(node, index, "attribute 'upper' must be an integer");
+      }
+      upper = it->second.getInt() != 0;
+    }
+    Value *x = operands[0];
+    const TensorType &type = x->type();
+    if (!type.hasStaticShape() || type.rank() < 2) {
+      return unimplemented(node, index,
+                           "needs an input of rank 2 or more and static "
+                           "shape (pin dynamic dimensions with "
+                           "--input-shape)");
+    }
+    const int64_t rows = type.dim(type.rank() - 2),
+                  cols = type.dim(type.rank() - 1);
+    // Compared without overflow: |j - i| < 2^62 for any tensor that fits
+    // in memory, and k is clamped to that range.
+    k = std::clamp<int64_t>(k, -(int64_t{1} << 62), int64_t{1} << 62);
+    std::vector<int64_t> keep(rows * cols);
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t j = 0; j < cols; ++j) {
+        keep[i * cols + j] = upper ? j - i >= k : j - i <= k;
+      }
+    }
+    Op *mask = graph_->createConstant(
+        TensorType::ranked(ElementType::Bool, {rows, cols}),
+        DenseData::fromInt64s(ElementType::Bool, keep));
+    mask->setNodeName(name);
+    Op *zero = graph_->createConstant(
+        TensorType::ranked(type.elementType(), {}),
+        DenseData::fromDoubles(type.elementType(), {0.0}));
+    zero->setNodeName(name);
+    COMPILER_ASSIGN_OR_RETURN(
+        Op * where, addTypedOp("Where", {mask->result(), x, zero->result()}, {},
+                               name, node.output(0)));
+    return defineOutput(node, index, where->result());
+  }
+
   // DepthToSpace and SpaceToDepth on [N, C, H, W] with blocksize b, as the
   // ONNX definitions write them: a reshape to 6-D, a transpose, a reshape
   // back to 4-D. Needs a static input shape.
@@ -1260,6 +1320,8 @@ private:
       return importDropout(node, index, operands);
     } else if (opType == "Sum" || opType == "Mean") {
       return importVariadicSum(node, index, operands);
+    } else if (opType == "Trilu") {
+      return importTrilu(node, index, operands, attrs);
     } else if (opType == "Size") {
       return importSize(node, index, operands);
     } else if (opType == "DepthToSpace" || opType == "SpaceToDepth") {
