@@ -92,6 +92,7 @@ constexpr OpInfo kOps[] = {
     {OpKind::Squeeze, "Squeeze", 1, 2, 1, 1, TC::Any, r::squeeze, false},
     {OpKind::Unsqueeze, "Unsqueeze", 2, 2, 1, 1, TC::Any, r::unsqueeze, false},
     {OpKind::Gather, "Gather", 2, 2, 1, 1, TC::Any, r::gather, false},
+    {OpKind::GatherElements, "GatherElements", 2, 2, 1, 1, TC::Any, r::gatherElements, false},
     {OpKind::Pad, "Pad", 2, 4, 1, 1, TC::Any, r::pad, false},
     {OpKind::Expand, "Expand", 2, 2, 1, 1, TC::Any, r::expand, false},
     {OpKind::Resize, "Resize", 1, 4, 1, 1, TC::Numeric, r::resize, false},

@@ -36,6 +36,7 @@ enum class OpKind : uint8_t {
   PRelu, Elu, Selu, Softsign, Softplus,
   // Data movement.
   Flatten, Reshape, Transpose, Concat, Split, Slice, Squeeze, Unsqueeze, Gather,
+  GatherElements,
   Pad, Expand, Resize, Shape, Constant,
   // A tensor of the shape its operand lists, every element attribute
   // 'value' (of element type 'dtype'); only constant shapes compile (it

@@ -903,6 +903,47 @@ absl::Status gather(const Op &op, std::vector<TensorType> &out) {
   return absl::OkStatus();
 }
 
+// GatherElements: the result has the indices' shape; along every other
+// axis than |axis| the indices may not reach past the data.
+absl::Status gatherElements(const Op &op, std::vector<TensorType> &out) {
+  const TensorType &x = typeOf(op, 0), &idx = typeOf(op, 1);
+  if (idx.elementType() != ElementType::I64 &&
+      idx.elementType() != ElementType::I32) {
+    return err("indices must be i32 or i64");
+  }
+  if (!x.hasRank() || !idx.hasRank()) {
+    out = {idx.hasRank() ? TensorType::ranked(x.elementType(), idx.dims())
+                         : TensorType::unranked(x.elementType())};
+    return absl::OkStatus();
+  }
+  if (x.rank() != idx.rank()) {
+    return err("indices have rank " + std::to_string(idx.rank()) +
+               ", the data rank " + std::to_string(x.rank()));
+  }
+  int64_t axis = op.getInt("axis", 0);
+  COMPILER_RETURN_IF_ERROR(normalizeAxis(axis, x.rank(), "axis"));
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    if (d != axis && idx.dim(d) != kDynamic && x.dim(d) != kDynamic &&
+        idx.dim(d) > x.dim(d)) {
+      return err("indices dimension " + std::to_string(d) + " (" +
+                 std::to_string(idx.dim(d)) + ") exceeds the data's (" +
+                 std::to_string(x.dim(d)) + ")");
+    }
+  }
+  int64_t extent = x.dim(axis);
+  if (auto values = getConstantInts(op.operand(1)); values && extent >= 0) {
+    for (int64_t v : *values) {
+      if (v < -extent || v >= extent) {
+        return err("index " + std::to_string(v) +
+                   " is out of range for axis " + std::to_string(axis) +
+                   " of extent " + std::to_string(extent));
+      }
+    }
+  }
+  out = {TensorType::ranked(x.elementType(), idx.dims())};
+  return absl::OkStatus();
+}
+
 absl::Status pad(const Op &op, std::vector<TensorType> &out) {
   const TensorType &x = typeOf(op, 0);
   std::string mode = op.getString("mode", "constant");

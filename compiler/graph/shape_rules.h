@@ -15,6 +15,7 @@ OSPREY_SHAPE_RULE(where)
 OSPREY_SHAPE_RULE(variadic) // Max, Min: N operands broadcast together
 OSPREY_SHAPE_RULE(cast)
 OSPREY_SHAPE_RULE(constant)
+OSPREY_SHAPE_RULE(gatherElements)
 OSPREY_SHAPE_RULE(constantOfShape)
 OSPREY_SHAPE_RULE(conv)
 OSPREY_SHAPE_RULE(convTranspose)

@@ -420,6 +420,31 @@ def cases():
         case.tolerance = 0
         out.append(("Trilu", case))
 
+    # GatherElements in 3-D along each axis, indices (i32 and i64, negative
+    # ones too) smaller than the data along the other axes; an index tensor
+    # that reaches past the data along another axis is an error.
+    data = rng.randint(-1000, 1000, (4, 5, 6)).astype(np.int64)
+    for axis, itype in ((0, np.int64), (1, np.int32), (-1, np.int64)):
+        shape = [3, 4, 5]
+        shape[axis] = 7
+        d = data.shape[axis]
+        idx = rng.randint(-d, d, shape).astype(itype)
+        window = tuple(slice(None) if a == axis % 3 else slice(0, shape[a])
+                       for a in range(3))
+        ref = np.take_along_axis(data[window], np.where(idx < 0, idx + d, idx),
+                                 axis)
+        node = helper.make_node("GatherElements", ["data", "idx"], ["y"],
+                                axis=axis)
+        out.append(("GatherElements", _case(
+            "osprey_gather_elements_axis%d" % axis, node,
+            [data, idx], [ref])))
+    node = helper.make_node("GatherElements", ["data", "idx"], ["y"], axis=0)
+    case = _case("osprey_gather_elements_too_wide", node,
+                 [data, np.zeros((2, 6, 6), np.int64)],
+                 [np.zeros((2, 6, 6), np.int64)])
+    case.expect_reject = "indices dimension 1 (6) exceeds the data's (5)"
+    out.append(("GatherElements", case))
+
     out.extend(_typed_cases(rng))
     out.extend(_quantization_cases(rng))
 

@@ -74,7 +74,7 @@ OPS = {
     "Not": "not", "Floor": "floor", "Ceil": "ceil", "Round": "round",
     "Sign": "sign", "DepthToSpace": "depthtospace",
     "SpaceToDepth": "spacetodepth", "ConstantOfShape": "constantofshape",
-    "Size": "size", "Trilu": "trilu",
+    "Size": "size", "Trilu": "trilu", "GatherElements": "gatherelements",
 }
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
 # which has no generator for it.
@@ -129,7 +129,7 @@ FAMILIES = {
     "shape": ["Flatten", "Reshape", "Transpose", "Concat", "Split", "Slice",
               "Squeeze", "Unsqueeze", "Gather", "Pad", "Expand", "Shape",
               "Constant", "Identity", "DepthToSpace", "SpaceToDepth",
-              "ConstantOfShape", "Size", "Trilu"],
+              "ConstantOfShape", "Size", "Trilu", "GatherElements"],
     "reduce": ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
                "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare"],
     "resize": ["Resize"],

@@ -36,6 +36,7 @@ OSPREY_LOWERING(lowerBatchNorm)
 OSPREY_LOWERING(lowerLayerNorm)
 // gather.cpp: Gather (constant and run-time indices).
 OSPREY_LOWERING(lowerGather)
+OSPREY_LOWERING(lowerGatherElements)
 // slice_pad.cpp: Slice, Pad (constant, edge, reflect).
 OSPREY_LOWERING(lowerSlice)
 OSPREY_LOWERING(lowerPad)

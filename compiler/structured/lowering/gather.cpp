@@ -55,6 +55,33 @@ absl::Status lowerIndirectGather(LoweringContext &ctx, const Op &op,
 
 } // namespace
 
+// GatherElements: out[i...] = data[i... with idx[i...] along |axis|], one
+// indirect read of the data (the shape rule keeps the other axes in
+// bounds); negative indices wrap and the generated code fails the dispatch
+// on one outside [-D, D).
+absl::Status lowerGatherElements(LoweringContext &ctx, const Op &op) {
+  const TensorType &t = op.result()->type();
+  const TensorType &data = op.operand(0)->type();
+  if (!t.hasStaticShape() || !data.hasStaticShape()) {
+    return absl::UnimplementedError(op.describe() +
+                                    ": needs static shapes");
+  }
+  unsigned n = t.rank();
+  int64_t axis = op.getInt("axis", 0);
+  axis = axis < 0 ? axis + n : axis;
+  AffineMap dataMap = AffineMap::identity(n);
+  dataMap.results[axis] = AffineExpr::constantExpr(n, 0);
+  StructuredOp s = LoweringContext::parallelOp(op, t.dims());
+  COMPILER_ASSIGN_OR_RETURN(unsigned dt, ctx.tensorFor(op.operand(0)));
+  COMPILER_ASSIGN_OR_RETURN(unsigned xt, ctx.tensorFor(op.operand(1)));
+  OperandAccess read{dt, dataMap};
+  read.indirect = IndirectIndex{unsigned(axis), 1};
+  s.inputs.push_back(read);
+  s.inputs.push_back({xt, AffineMap::identity(n)});
+  s.body.yield(s.body.input(0));
+  return ctx.emit(std::move(s), op.result());
+}
+
 // Gather with constant indices: out[pre, j..., post] = data[pre, idx[j],
 // post]. Read j indexes the gathered axis with idx[j] + D * (p - j), where p
 // is the linear position in the index dimensions and D the axis length, so

@@ -83,6 +83,7 @@ constexpr LoweringEntry kLowerings[] = {
     {OpKind::LayerNormalization, lowerLayerNorm},
     // Data movement.
     {OpKind::Gather, lowerGather},
+    {OpKind::GatherElements, lowerGatherElements},
     {OpKind::Slice, lowerSlice},
     {OpKind::Pad, lowerPad},
     {OpKind::Resize, lowerResize},

@@ -11,6 +11,8 @@ OUT/MODEL.ref<i>.npy (compared by osprey-run). Models:
                   Where with a run-time bool condition, int64 outputs.
   embedding_oob:  the embedding model with an id past the table; osprey-run
                   must fail with an error naming the dispatch region.
+  gather_elements_oob: GatherElements with a run-time index past the data
+                  (and one below -D); fails the same way.
 """
 
 import argparse
@@ -102,6 +104,19 @@ def main():
     bad = ids.copy()
     bad[1, 3] = 40
     save(args.out, "embedding_oob", model, [bad], embedding_ref(table, ids))
+
+    data = rng.randn(4, 3).astype(np.float32)
+    idx = np.array([[0, 3, -4], [5, 1, 2]], np.int64)
+    graph = helper.make_graph(
+        [helper.make_node("GatherElements", ["data", "idx"], ["y"], axis=0)],
+        "gather_elements_oob",
+        [helper.make_tensor_value_info("idx", TensorProto.INT64, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        initializer=[numpy_helper.from_array(data, "data")])
+    model = helper.make_model(graph,
+                              opset_imports=[helper.make_opsetid("", 13)])
+    save(args.out, "gather_elements_oob", model, [idx],
+         [np.zeros((2, 3), np.float32)])
 
     x = (rng.randn(3, 8) * 20).astype(np.float32)
     d = np.array([3, -3, 7, -7, 1, -1, 5, 2], np.int32)
