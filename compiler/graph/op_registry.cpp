@@ -44,6 +44,7 @@ constexpr OpInfo kOps[] = {
     {OpKind::Mul, "Mul", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
     {OpKind::Div, "Div", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
     {OpKind::Pow, "Pow", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
+    {OpKind::Mod, "Mod", 2, 2, 1, 1, TC::Numeric, r::broadcast, true},
     {OpKind::Equal, "Equal", 2, 2, 1, 1, TC::Any, r::compare, true},
     {OpKind::Less, "Less", 2, 2, 1, 1, TC::Numeric, r::compare, true},
     {OpKind::Greater, "Greater", 2, 2, 1, 1, TC::Numeric, r::compare, true},

@@ -19,7 +19,7 @@ enum class OpKind : uint8_t {
   Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Erf, Gelu, Sqrt,
   Reciprocal, Exp, Log, Abs, Neg, Identity, Clip, Cast, Floor, Ceil, Round, Sign,
   // Elementwise binary / ternary with broadcasting.
-  Add, Sub, Mul, Div, Pow, Equal, Less, Greater, LessOrEqual, GreaterOrEqual,
+  Add, Sub, Mul, Div, Pow, Mod, Equal, Less, Greater, LessOrEqual, GreaterOrEqual,
   Where,
   // Elementwise over any number of operands, with broadcasting (the importer
   // writes ONNX Sum and Mean as chains of Add).

@@ -445,6 +445,19 @@ def cases():
     case.expect_reject = "indices dimension 1 (6) exceeds the data's (5)"
     out.append(("GatherElements", case))
 
+    # Integer Mod over a grid of signs and extremes (INT_MIN % -1 is 0),
+    # both fmod modes, compared exactly.
+    lo, hi = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+    a = np.array([-7, -3, -1, 0, 1, 3, 7, lo, hi], np.int32).reshape(-1, 1)
+    b = np.array([-7, -3, -1, 1, 2, 3, 7, lo, hi], np.int32).reshape(1, -1)
+    with np.errstate(all="ignore"):
+        for fmod, ref in ((0, np.mod), (1, np.fmod)):
+            node = helper.make_node("Mod", ["a", "b"], ["y"], fmod=fmod)
+            case = _case("osprey_mod_int32_grid_fmod%d" % fmod, node, [a, b],
+                         [ref(a, b).astype(np.int32)])
+            case.tolerance = 0
+            out.append(("Mod", case))
+
     out.extend(_typed_cases(rng))
     out.extend(_quantization_cases(rng))
 

@@ -75,6 +75,7 @@ OPS = {
     "Sign": "sign", "DepthToSpace": "depthtospace",
     "SpaceToDepth": "spacetodepth", "ConstantOfShape": "constantofshape",
     "Size": "size", "Trilu": "trilu", "GatherElements": "gatherelements",
+    "Mod": "mod", "CastLike": "castlike",
 }
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
 # which has no generator for it.
@@ -119,7 +120,7 @@ FAMILIES = {
     "matmul": ["Gemm", "MatMul"],
     "arith": ["Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Exp",
               "Log", "Abs", "Neg", "Max", "Min", "Sum", "Mean", "Floor", "Ceil",
-              "Round", "Sign"],
+              "Round", "Sign", "Mod"],
     "activation": ["Relu", "LeakyRelu", "Clip", "Sigmoid", "HardSigmoid",
                    "HardSwish", "Tanh", "Erf", "PRelu", "Elu", "Selu",
                    "Softsign", "Softplus"],
@@ -133,7 +134,7 @@ FAMILIES = {
     "reduce": ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
                "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare"],
     "resize": ["Resize"],
-    "logic": ["Cast", "Where", "Equal", "Less", "Greater", "LessOrEqual",
+    "logic": ["Cast", "CastLike", "Where", "Equal", "Less", "Greater", "LessOrEqual",
               "GreaterOrEqual", "And", "Or", "Xor", "Not"],
     "quant": ["QuantizeLinear", "DequantizeLinear", "QLinearConv",
               "QLinearMatMul", "ConvInteger", "MatMulInteger"],

@@ -39,9 +39,10 @@ constexpr int64_t kMaxOpset = 21;
 // into registry ops: Dropout (inference: its input), Sum and Mean (chains of
 // Add), DepthToSpace and SpaceToDepth (Reshape, Transpose, Reshape), Size
 // (a constant: the element count of a static shape), Trilu (Where with a
-// constant mask).
+// constant mask), CastLike (Cast to the second operand's element type).
 const char *const kRewrittenOps[] = {"Dropout", "Sum", "Mean", "DepthToSpace",
-                                     "SpaceToDepth", "Size", "Trilu"};
+                                     "SpaceToDepth", "Size", "Trilu",
+                                     "CastLike"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -1320,6 +1321,17 @@ private:
       return importDropout(node, index, operands);
     } else if (opType == "Sum" || opType == "Mean") {
       return importVariadicSum(node, index, operands);
+    } else if (opType == "CastLike") {
+      if (operands.size() != 2 || !operands[0] || !operands[1]) {
+        return nodeError(node, index, "expected 2 operands");
+      }
+      ElementType to = operands[1]->type().elementType();
+      COMPILER_ASSIGN_OR_RETURN(
+          Op * cast,
+          addTypedOp("Cast", {operands[0]},
+                     {{"to", Attribute(graph::elementTypeName(to).str())}},
+                     name, node.output(0)));
+      return defineOutput(node, index, cast->result());
     } else if (opType == "Trilu") {
       return importTrilu(node, index, operands, attrs);
     } else if (opType == "Size") {

@@ -180,6 +180,32 @@ absl::Status lowerBinary(LoweringContext &ctx, const Op &op) {
                          std::move(b));
 }
 
+// Integer Mod from the truncating division: r = a - (a / b) * b has the
+// sign of a (fmod = 1, C's %); with fmod = 0 a nonzero r whose sign differs
+// from b's moves by b, to b's sign (Python's %). Division by zero fails the
+// dispatch; INT_MIN % -1 is 0 (the division wraps). Float Mod is refused.
+absl::Status lowerMod(LoweringContext &ctx, const Op &op) {
+  ElementType et = op.result()->type().elementType();
+  if (graph::isFloatType(et)) {
+    return absl::UnimplementedError(
+        op.describe() + ": Mod of floating-point values is not supported yet");
+  }
+  ScalarBody b;
+  unsigned x = b.input(0), y = b.input(1);
+  unsigned r =
+      b.binary(SK::Sub, x, b.binary(SK::Mul, b.binary(SK::Div, x, y), y));
+  if (op.getInt("fmod", 0) == 0) {
+    unsigned zero = b.constant(0);
+    unsigned sameSign = b.binary(SK::CmpEq, b.binary(SK::CmpLt, r, zero),
+                                 b.binary(SK::CmpLt, y, zero));
+    r = b.select(b.binary(SK::CmpEq, r, zero), r,
+                 b.select(sameSign, r, b.binary(SK::Add, r, y)));
+  }
+  b.yield(r);
+  return ctx.elementwise(op, op.result(), {op.operand(0), op.operand(1)},
+                         std::move(b));
+}
+
 // Max, Min: the operands folded left to right (as the ONNX reference does).
 // One operand is a copy.
 absl::Status lowerVariadic(LoweringContext &ctx, const Op &op) {

@@ -13,6 +13,7 @@ namespace osprey::compiler::structured::lowering {
 // arithmetic and comparisons, Where, Clip, Expand.
 OSPREY_LOWERING(lowerUnary)
 OSPREY_LOWERING(lowerBinary)
+OSPREY_LOWERING(lowerMod)
 OSPREY_LOWERING(lowerVariadic)
 OSPREY_LOWERING(lowerLogic)
 OSPREY_LOWERING(lowerPRelu)

@@ -40,6 +40,7 @@ constexpr LoweringEntry kLowerings[] = {
     {OpKind::Mul, lowerBinary},
     {OpKind::Div, lowerBinary},
     {OpKind::Pow, lowerBinary},
+    {OpKind::Mod, lowerMod},
     {OpKind::Equal, lowerBinary},
     {OpKind::Less, lowerBinary},
     {OpKind::Greater, lowerBinary},
