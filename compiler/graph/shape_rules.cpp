@@ -874,19 +874,10 @@ absl::Status unsqueeze(const Op &op, std::vector<TensorType> &out) {
   return absl::OkStatus();
 }
 
-absl::Status gather(const Op &op, std::vector<TensorType> &out) {
-  const TensorType &x = typeOf(op, 0), &idx = typeOf(op, 1);
-  if (idx.elementType() != ElementType::I64 &&
-      idx.elementType() != ElementType::I32) {
-    return err("indices must be i32 or i64");
-  }
-  if (!x.hasRank() || !idx.hasRank()) {
-    out = {TensorType::unranked(x.elementType())};
-    return absl::OkStatus();
-  }
-  int64_t axis = op.getInt("axis", 0);
-  COMPILER_RETURN_IF_ERROR(normalizeAxis(axis, x.rank(), "axis"));
-  int64_t extent = x.dim(axis);
+// Checks that operand 1 of Gather or GatherElements holds i32 or i64
+// indices and, when they are constants and |extent| is known, that each is in
+// [-extent, extent).
+absl::Status checkIndices(const Op &op, int64_t axis, int64_t extent) {
   if (auto values = getConstantInts(op.operand(1)); values && extent >= 0) {
     for (int64_t v : *values) {
       if (v < -extent || v >= extent) {
@@ -896,6 +887,27 @@ absl::Status gather(const Op &op, std::vector<TensorType> &out) {
       }
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status checkIndexType(const TensorType &idx) {
+  if (idx.elementType() != ElementType::I64 &&
+      idx.elementType() != ElementType::I32) {
+    return err("indices must be i32 or i64");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status gather(const Op &op, std::vector<TensorType> &out) {
+  const TensorType &x = typeOf(op, 0), &idx = typeOf(op, 1);
+  COMPILER_RETURN_IF_ERROR(checkIndexType(idx));
+  if (!x.hasRank() || !idx.hasRank()) {
+    out = {TensorType::unranked(x.elementType())};
+    return absl::OkStatus();
+  }
+  int64_t axis = op.getInt("axis", 0);
+  COMPILER_RETURN_IF_ERROR(normalizeAxis(axis, x.rank(), "axis"));
+  COMPILER_RETURN_IF_ERROR(checkIndices(op, axis, x.dim(axis)));
   std::vector<int64_t> dims(x.dims().begin(), x.dims().begin() + axis);
   dims.insert(dims.end(), idx.dims().begin(), idx.dims().end());
   dims.insert(dims.end(), x.dims().begin() + axis + 1, x.dims().end());
@@ -907,10 +919,7 @@ absl::Status gather(const Op &op, std::vector<TensorType> &out) {
 // axis than |axis| the indices may not reach past the data.
 absl::Status gatherElements(const Op &op, std::vector<TensorType> &out) {
   const TensorType &x = typeOf(op, 0), &idx = typeOf(op, 1);
-  if (idx.elementType() != ElementType::I64 &&
-      idx.elementType() != ElementType::I32) {
-    return err("indices must be i32 or i64");
-  }
+  COMPILER_RETURN_IF_ERROR(checkIndexType(idx));
   if (!x.hasRank() || !idx.hasRank()) {
     out = {idx.hasRank() ? TensorType::ranked(x.elementType(), idx.dims())
                          : TensorType::unranked(x.elementType())};
@@ -930,16 +939,7 @@ absl::Status gatherElements(const Op &op, std::vector<TensorType> &out) {
                  std::to_string(x.dim(d)) + ")");
     }
   }
-  int64_t extent = x.dim(axis);
-  if (auto values = getConstantInts(op.operand(1)); values && extent >= 0) {
-    for (int64_t v : *values) {
-      if (v < -extent || v >= extent) {
-        return err("index " + std::to_string(v) +
-                   " is out of range for axis " + std::to_string(axis) +
-                   " of extent " + std::to_string(extent));
-      }
-    }
-  }
+  COMPILER_RETURN_IF_ERROR(checkIndices(op, axis, x.dim(axis)));
   out = {TensorType::ranked(x.elementType(), idx.dims())};
   return absl::OkStatus();
 }

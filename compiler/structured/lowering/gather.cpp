@@ -7,6 +7,23 @@
 namespace osprey::compiler::structured::lowering {
 namespace {
 
+// A copy of the data (operand 0) into the result whose index along |axis|
+// is the value of the indices (operand 1) read through |indexMap|.
+absl::Status emitIndirectRead(LoweringContext &ctx, const Op &op,
+                              AffineMap dataMap, AffineMap indexMap,
+                              int64_t axis) {
+  StructuredOp s =
+      LoweringContext::parallelOp(op, op.result()->type().dims());
+  COMPILER_ASSIGN_OR_RETURN(unsigned dt, ctx.tensorFor(op.operand(0)));
+  COMPILER_ASSIGN_OR_RETURN(unsigned xt, ctx.tensorFor(op.operand(1)));
+  OperandAccess read{dt, std::move(dataMap)};
+  read.indirect = IndirectIndex{unsigned(axis), 1};
+  s.inputs.push_back(read);
+  s.inputs.push_back({xt, std::move(indexMap)});
+  s.body.yield(s.body.input(0));
+  return ctx.emit(std::move(s), op.result());
+}
+
 // Gather whose indices are read at run time: out[pre, j..., post] =
 // data[pre, idx[j...], post], one indirect read of the data along |axis|.
 // Negative indices wrap; the generated code checks every index and fails
@@ -42,15 +59,8 @@ absl::Status lowerIndirectGather(LoweringContext &ctx, const Op &op,
   for (unsigned i = 0; i < q; ++i) {
     indexMap.results.push_back(AffineExpr::dim(n, axis + i));
   }
-  StructuredOp s = LoweringContext::parallelOp(op, t.dims());
-  COMPILER_ASSIGN_OR_RETURN(unsigned dt, ctx.tensorFor(op.operand(0)));
-  COMPILER_ASSIGN_OR_RETURN(unsigned xt, ctx.tensorFor(op.operand(1)));
-  OperandAccess read{dt, dataMap};
-  read.indirect = IndirectIndex{unsigned(axis), 1};
-  s.inputs.push_back(read);
-  s.inputs.push_back({xt, indexMap});
-  s.body.yield(s.body.input(0));
-  return ctx.emit(std::move(s), op.result());
+  return emitIndirectRead(ctx, op, std::move(dataMap), std::move(indexMap),
+                          axis);
 }
 
 } // namespace
@@ -71,15 +81,8 @@ absl::Status lowerGatherElements(LoweringContext &ctx, const Op &op) {
   axis = axis < 0 ? axis + n : axis;
   AffineMap dataMap = AffineMap::identity(n);
   dataMap.results[axis] = AffineExpr::constantExpr(n, 0);
-  StructuredOp s = LoweringContext::parallelOp(op, t.dims());
-  COMPILER_ASSIGN_OR_RETURN(unsigned dt, ctx.tensorFor(op.operand(0)));
-  COMPILER_ASSIGN_OR_RETURN(unsigned xt, ctx.tensorFor(op.operand(1)));
-  OperandAccess read{dt, dataMap};
-  read.indirect = IndirectIndex{unsigned(axis), 1};
-  s.inputs.push_back(read);
-  s.inputs.push_back({xt, AffineMap::identity(n)});
-  s.body.yield(s.body.input(0));
-  return ctx.emit(std::move(s), op.result());
+  return emitIndirectRead(ctx, op, std::move(dataMap), AffineMap::identity(n),
+                          axis);
 }
 
 // Gather with constant indices: out[pre, j..., post] = data[pre, idx[j],
