@@ -458,6 +458,32 @@ def cases():
             case.tolerance = 0
             out.append(("Mod", case))
 
+    # ReduceLogSumExp in float32 where the naive formula overflows (1000s),
+    # on rows of -inf, +inf and NaN, over one and over all axes.
+    x = (rng.randn(3, 4, 5) * 3).astype(np.float32)
+    x[0, 0, :] = 1000.0
+    x[1, 1, :] = -np.inf
+    x[1, 2, 3] = np.inf
+    x[2, 3, 1] = np.nan
+
+    def lse(v, axis, keep):
+        v = v.astype(np.float64)
+        with np.errstate(all="ignore"):
+            m = np.max(v, axis=axis, keepdims=True)
+            m = np.clip(m, -3.4028234663852886e38, 3.4028234663852886e38)
+            y = np.log(np.sum(np.exp(v - m), axis=axis, keepdims=True)) + m
+        return (y if keep else np.squeeze(y, axis=axis)).astype(np.float32)
+    for axes, keep in (([2], 0), ([1, 2], 1), (None, 0)):
+        attrs = {"keepdims": keep}
+        if axes is not None:
+            attrs["axes"] = axes
+        node = helper.make_node("ReduceLogSumExp", ["x"], ["y"], **attrs)
+        axis = tuple(axes) if axes is not None else (0, 1, 2)
+        out.append(("ReduceLogSumExp", _case(
+            "osprey_reduce_log_sum_exp_%s_keep%d" % (
+                "all" if axes is None else "_".join(map(str, axes)), keep),
+            node, [x], [lse(x, axis, keep)])))
+
     out.extend(_typed_cases(rng))
     out.extend(_quantization_cases(rng))
 

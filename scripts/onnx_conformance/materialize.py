@@ -75,7 +75,8 @@ OPS = {
     "Sign": "sign", "DepthToSpace": "depthtospace",
     "SpaceToDepth": "spacetodepth", "ConstantOfShape": "constantofshape",
     "Size": "size", "Trilu": "trilu", "GatherElements": "gatherelements",
-    "Mod": "mod", "CastLike": "castlike",
+    "Mod": "mod", "CastLike": "castlike", "ReduceLogSum": "reduce_log_sum",
+    "ReduceLogSumExp": "reduce_log_sum_exp",
 }
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
 # which has no generator for it.
@@ -132,7 +133,8 @@ FAMILIES = {
               "Constant", "Identity", "DepthToSpace", "SpaceToDepth",
               "ConstantOfShape", "Size", "Trilu", "GatherElements"],
     "reduce": ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
-               "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare"],
+               "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
+               "ReduceLogSum", "ReduceLogSumExp"],
     "resize": ["Resize"],
     "logic": ["Cast", "CastLike", "Where", "Equal", "Less", "Greater", "LessOrEqual",
               "GreaterOrEqual", "And", "Or", "Xor", "Not"],

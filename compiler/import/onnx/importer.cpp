@@ -2,6 +2,7 @@
 #include "compiler/import/onnx/importer.h"
 
 #include <charconv>
+#include <limits>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -39,10 +40,13 @@ constexpr int64_t kMaxOpset = 21;
 // into registry ops: Dropout (inference: its input), Sum and Mean (chains of
 // Add), DepthToSpace and SpaceToDepth (Reshape, Transpose, Reshape), Size
 // (a constant: the element count of a static shape), Trilu (Where with a
-// constant mask), CastLike (Cast to the second operand's element type).
+// constant mask), CastLike (Cast to the second operand's element type),
+// ReduceLogSum and ReduceLogSumExp (Log of ReduceSum, shifted by the
+// maximum).
 const char *const kRewrittenOps[] = {"Dropout", "Sum", "Mean", "DepthToSpace",
                                      "SpaceToDepth", "Size", "Trilu",
-                                     "CastLike"};
+                                     "CastLike", "ReduceLogSum",
+                                     "ReduceLogSumExp"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -852,6 +856,97 @@ private:
     return defineOutput(node, index, where->result());
   }
 
+  // ReduceLogSum: log(sum(x)). ReduceLogSumExp: log(sum(exp(x - m))) + m
+  // with m the maximum over the same axes, clipped to the finite range, so
+  // large values do not overflow (logsumexp([1000, 1000]) is 1000.69, not
+  // inf) and all -inf gives -inf, +inf gives +inf, NaN gives NaN.
+  absl::Status importReduceLog(const onnx::NodeProto &node, int index,
+                               const std::vector<Value *> &operands,
+                               const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    if (operands.empty() || !operands[0] || operands.size() > 2) {
+      return nodeError(node, index, "expected 1 or 2 operands");
+    }
+    Value *x = operands[0];
+    const TensorType &type = x->type();
+    if (!type.hasRank() || !graph::isFloatType(type.elementType())) {
+      return unimplemented(node, index,
+                           "needs a floating-point input of known rank");
+    }
+    std::vector<int64_t> axes;
+    if (auto it = attrs.find("axes"); it != attrs.end()) {
+      if (!it->second.isIntList()) {
+        return nodeError(node, index, "attribute 'axes' must be integers");
+      }
+      axes = it->second.getIntList();
+    } else if (operands.size() == 2 && operands[1]) {
+      auto values = graph::getConstantInts(operands[1]);
+      if (!values) {
+        return unimplemented(node, index, "axes must be a constant");
+      }
+      axes = *values;
+    }
+    int64_t keepdims = 1;
+    if (auto it = attrs.find("keepdims"); it != attrs.end() && it->second.isInt()) {
+      keepdims = it->second.getInt() != 0;
+    }
+    if (axes.empty()) {
+      if (auto it = attrs.find("noop_with_empty_axes");
+          it != attrs.end() && it->second.isInt() && it->second.getInt() != 0) {
+        return unimplemented(node, index,
+                             "noop_with_empty_axes with no axes is not "
+                             "supported");
+      }
+      for (int64_t a = 0; a < type.rank(); ++a) {
+        axes.push_back(a);
+      }
+    }
+    COMPILER_RETURN_IF_ERROR(checkAxes(node, index, axes, type.rank()));
+    auto reduce = [&](const char *kind, Value *v, int64_t keep)
+        -> absl::StatusOr<Value *> {
+      COMPILER_ASSIGN_OR_RETURN(
+          Op * r, addTypedOp(kind, {v, constInts(axes, name)},
+                             {{"keepdims", Attribute(keep)}}, name, ""));
+      return r->result();
+    };
+    const std::string &out = node.output(0);
+    if (node.op_type() == "ReduceLogSum") {
+      COMPILER_ASSIGN_OR_RETURN(Value * sum, reduce("ReduceSum", x, keepdims));
+      COMPILER_ASSIGN_OR_RETURN(Op * log, addTypedOp("Log", {sum}, {}, name, out));
+      return defineOutput(node, index, log->result());
+    }
+    ElementType et = type.elementType();
+    double big = et == ElementType::F64 ? std::numeric_limits<double>::max()
+                                        : std::numeric_limits<float>::max();
+    auto scalar = [&](double v) {
+      Op *c = graph_->createConstant(TensorType::ranked(et, {}),
+                                     DenseData::fromDoubles(et, {v}));
+      c->setNodeName(name);
+      return c->result();
+    };
+    COMPILER_ASSIGN_OR_RETURN(Value * max, reduce("ReduceMax", x, 1));
+    COMPILER_ASSIGN_OR_RETURN(
+        Op * shift, addTypedOp("Clip", {max, scalar(-big), scalar(big)}, {},
+                               name, ""));
+    COMPILER_ASSIGN_OR_RETURN(
+        Op * centered, addTypedOp("Sub", {x, shift->result()}, {}, name, ""));
+    COMPILER_ASSIGN_OR_RETURN(
+        Op * exp, addTypedOp("Exp", {centered->result()}, {}, name, ""));
+    COMPILER_ASSIGN_OR_RETURN(Value * sum,
+                              reduce("ReduceSum", exp->result(), keepdims));
+    COMPILER_ASSIGN_OR_RETURN(Op * log, addTypedOp("Log", {sum}, {}, name, ""));
+    Value *offset = shift->result();
+    if (!keepdims) {
+      COMPILER_ASSIGN_OR_RETURN(
+          Op * squeezed, addTypedOp("Squeeze", {offset, constInts(axes, name)},
+                                    {}, name, ""));
+      offset = squeezed->result();
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        Op * add, addTypedOp("Add", {log->result(), offset}, {}, name, out));
+    return defineOutput(node, index, add->result());
+  }
+
   // DepthToSpace and SpaceToDepth on [N, C, H, W] with blocksize b, as the
   // ONNX definitions write them: a reshape to 6-D, a transpose, a reshape
   // back to 4-D. Needs a static input shape.
@@ -1321,6 +1416,8 @@ private:
       return importDropout(node, index, operands);
     } else if (opType == "Sum" || opType == "Mean") {
       return importVariadicSum(node, index, operands);
+    } else if (opType == "ReduceLogSum" || opType == "ReduceLogSumExp") {
+      return importReduceLog(node, index, operands, attrs);
     } else if (opType == "CastLike") {
       if (operands.size() != 2 || !operands[0] || !operands[1]) {
         return nodeError(node, index, "expected 2 operands");
