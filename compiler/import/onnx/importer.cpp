@@ -2,6 +2,7 @@
 #include "compiler/import/onnx/importer.h"
 
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <optional>
 #include <set>
@@ -545,6 +546,14 @@ private:
     return c->result();
   }
 
+  // A scalar constant of element type |et|.
+  Value *constScalar(ElementType et, double value, const std::string &name) {
+    Op *c = graph_->createConstant(TensorType::ranked(et, {}),
+                                   DenseData::fromDoubles(et, {value}));
+    c->setNodeName(name);
+    return c->result();
+  }
+
   Value *constFloats(const std::vector<double> &values,
                      const std::string &name) {
     Op *c = graph_->createConstant(
@@ -748,27 +757,39 @@ private:
     return defineOutput(node, index, acc);
   }
 
+  // The tensor of attribute |a|: its type and data, errors naming the node.
+  absl::Status readTensorAttr(const onnx::NodeProto &node, int index,
+                              const onnx::AttributeProto &a, TensorType &type,
+                              DenseData &data) {
+    auto t = tensorType(a.t());
+    if (!t.ok()) {
+      return nodeError(node, index, std::string(t.status().message()));
+    }
+    auto d = readTensor(a.t());
+    if (!d.ok()) {
+      return nodeError(node, index, std::string(d.status().message()));
+    }
+    type = *t;
+    data = *d;
+    return absl::OkStatus();
+  }
+
   // ConstantOfShape's one-element tensor 'value' as the graph op's
   // attributes 'value' (a number) and 'dtype' (its element type's name).
   absl::Status fillValue(const onnx::NodeProto &node, int index,
                          const onnx::AttributeProto &a,
                          std::map<std::string, Attribute> &attrs) {
-    auto type = tensorType(a.t());
-    if (!type.ok()) {
-      return nodeError(node, index, std::string(type.status().message()));
-    }
-    auto data = readTensor(a.t());
-    if (!data.ok()) {
-      return nodeError(node, index, std::string(data.status().message()));
-    }
-    ElementType et = type->elementType();
-    if (type->numElements() != 1 ||
-        data->size() != graph::elementByteSize(et)) {
+    TensorType type;
+    DenseData data;
+    COMPILER_RETURN_IF_ERROR(readTensorAttr(node, index, a, type, data));
+    ElementType et = type.elementType();
+    if (type.numElements() != 1 || data.size() != graph::elementByteSize(et)) {
       return nodeError(node, index,
                        "attribute 'value' must hold exactly one element");
     }
-    double v = data->getDouble(et, 0);
-    if (!graph::isFloatType(et) && int64_t(v) != data->getInt64(et, 0)) {
+    double v = data.getDouble(et, 0);
+    // The fill travels as a double: integers must be exact in one.
+    if (!graph::isFloatType(et) && std::fabs(v) > 9007199254740992.0) {
       return unimplemented(node, index,
                            "an integer 'value' beyond 2^53 is not supported");
     }
@@ -846,12 +867,11 @@ private:
         TensorType::ranked(ElementType::Bool, {rows, cols}),
         DenseData::fromInt64s(ElementType::Bool, keep));
     mask->setNodeName(name);
-    Op *zero = graph_->createConstant(
-        TensorType::ranked(type.elementType(), {}),
-        DenseData::fromDoubles(type.elementType(), {0.0}));
-    zero->setNodeName(name);
     COMPILER_ASSIGN_OR_RETURN(
-        Op * where, addTypedOp("Where", {mask->result(), x, zero->result()}, {},
+        Op * where, addTypedOp("Where",
+                               {mask->result(), x,
+                                constScalar(type.elementType(), 0.0, name)},
+                               {},
                                name, node.output(0)));
     return defineOutput(node, index, where->result());
   }
@@ -918,15 +938,12 @@ private:
     ElementType et = type.elementType();
     double big = et == ElementType::F64 ? std::numeric_limits<double>::max()
                                         : std::numeric_limits<float>::max();
-    auto scalar = [&](double v) {
-      Op *c = graph_->createConstant(TensorType::ranked(et, {}),
-                                     DenseData::fromDoubles(et, {v}));
-      c->setNodeName(name);
-      return c->result();
-    };
     COMPILER_ASSIGN_OR_RETURN(Value * max, reduce("ReduceMax", x, 1));
     COMPILER_ASSIGN_OR_RETURN(
-        Op * shift, addTypedOp("Clip", {max, scalar(-big), scalar(big)}, {},
+        Op * shift, addTypedOp("Clip",
+                               {max, constScalar(et, -big, name),
+                                constScalar(et, big, name)},
+                               {},
                                name, ""));
     COMPILER_ASSIGN_OR_RETURN(
         Op * centered, addTypedOp("Sub", {x, shift->result()}, {}, name, ""));
@@ -1282,16 +1299,7 @@ private:
     TensorType type;
     DenseData data;
     if (a.name() == "value") {
-      auto t = tensorType(a.t());
-      if (!t.ok()) {
-        return nodeError(node, index, std::string(t.status().message()));
-      }
-      auto d = readTensor(a.t());
-      if (!d.ok()) {
-        return nodeError(node, index, std::string(d.status().message()));
-      }
-      type = *t;
-      data = *d;
+      COMPILER_RETURN_IF_ERROR(readTensorAttr(node, index, a, type, data));
     } else if (a.name() == "value_float") {
       type = TensorType::ranked(ElementType::F32, {});
       data = DenseData::fromDoubles(ElementType::F32, {double(a.f())});
