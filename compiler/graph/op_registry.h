@@ -32,6 +32,10 @@ enum class OpKind : uint8_t {
   BatchNormalization, LayerNormalization, Softmax, ReduceMean, ReduceSum,
   ReduceMax, LogSoftmax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
   ReduceSumSquare,
+  // The index (i64) of the largest / smallest element along one axis.
+  ArgMax, ArgMin,
+  // Running sums along the axis its second operand names.
+  CumSum,
   // Elementwise activations with parameters.
   PRelu, Elu, Selu, Softsign, Softplus,
   // Data movement.

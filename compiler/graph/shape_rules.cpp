@@ -1081,6 +1081,53 @@ absl::Status reduce(const Op &op, std::vector<TensorType> &out) {
   return absl::OkStatus();
 }
 
+absl::Status argMinMax(const Op &op, std::vector<TensorType> &out) {
+  const TensorType &x = typeOf(op, 0);
+  if (!x.hasRank()) {
+    out = {TensorType::unranked(ElementType::I64)};
+    return absl::OkStatus();
+  }
+  if (x.rank() == 0) {
+    return err("the input is a scalar: it has no axis to search");
+  }
+  int64_t axis = op.getInt("axis", 0);
+  COMPILER_RETURN_IF_ERROR(normalizeAxis(axis, x.rank(), "axis"));
+  if (x.dim(axis) == 0) {
+    return err("axis " + std::to_string(axis) +
+               " is empty: there is no element to index");
+  }
+  std::vector<int64_t> dims = x.dims().vec();
+  if (op.getInt("keepdims", 1) != 0) {
+    dims[axis] = 1;
+  } else {
+    dims.erase(dims.begin() + axis);
+  }
+  out = {TensorType::ranked(ElementType::I64, dims)};
+  return absl::OkStatus();
+}
+
+absl::Status cumSum(const Op &op, std::vector<TensorType> &out) {
+  const TensorType &x = typeOf(op, 0), &a = typeOf(op, 1);
+  if (a.elementType() != ElementType::I32 &&
+      a.elementType() != ElementType::I64) {
+    return err("the axis must be int32 or int64");
+  }
+  if (a.hasRank() && a.numElements() != 1) {
+    return err("the axis must be a single value");
+  }
+  if (x.hasRank()) {
+    if (x.rank() == 0) {
+      return err("the input is a scalar: it has no axis to sum along");
+    }
+    if (auto axis = getConstantInts(op.operand(1))) {
+      int64_t v = (*axis)[0];
+      COMPILER_RETURN_IF_ERROR(normalizeAxis(v, x.rank(), "axis"));
+    }
+  }
+  out = {x};
+  return absl::OkStatus();
+}
+
 absl::Status layerNorm(const Op &op, std::vector<TensorType> &out) {
   const TensorType &x = typeOf(op, 0);
   if (x.hasRank()) {

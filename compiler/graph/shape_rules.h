@@ -38,6 +38,8 @@ OSPREY_SHAPE_RULE(expand)
 OSPREY_SHAPE_RULE(shape)
 OSPREY_SHAPE_RULE(softmax)
 OSPREY_SHAPE_RULE(reduce)
+OSPREY_SHAPE_RULE(argMinMax) // ArgMax, ArgMin: i64 indices
+OSPREY_SHAPE_RULE(cumSum)
 OSPREY_SHAPE_RULE(layerNorm)
 OSPREY_SHAPE_RULE(resize)
 // Quantization (quantized_shape_rules.cpp).

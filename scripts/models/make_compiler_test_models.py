@@ -114,7 +114,7 @@ def unsupported_ops(out_dir):
     nodes = [
         helper.make_node("Relu", ["x"], ["a"], name="relu"),
         helper.make_node("LpNormalization", ["a"], ["b"], name="lpnorm0"),
-        helper.make_node("Hardmax", ["b"], ["y"], name="hardmax0"),
+        helper.make_node("Det", ["b"], ["y"], name="det0"),
     ]
     model = make_model(
         nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],

@@ -484,6 +484,132 @@ def cases():
                 "all" if axes is None else "_".join(map(str, axes)), keep),
             node, [x], [lse(x, axis, keep)])))
 
+    # ArgMax and ArgMin: ties (first or last index), -0 beside +0, +-inf,
+    # rows of -inf and rows holding NaN (numpy's rule: the first NaN), along
+    # every axis of a 3-D tensor and on integer types at their extremes;
+    # indices are compared exactly.
+    def arg(fn, v, axis, keep, last):
+        if last:
+            r = v.shape[axis] - 1 - fn(np.flip(v, axis=axis), axis=axis)
+        else:
+            r = fn(v, axis=axis)
+        r = r.astype(np.int64)
+        return np.expand_dims(r, axis) if keep else r
+    x = rng.randint(-3, 4, size=(3, 4, 5)).astype(np.float32)
+    x[0, 0, :] = [-0.0, 0.0, -0.0, -1.0, -2.0]
+    x[0, 1, :] = [-np.inf] * 5
+    x[0, 2, :] = [1.0, np.inf, 2.0, np.inf, -np.inf]
+    x[1, 0, :] = [1.0, np.nan, 5.0, np.nan, -1.0]
+    x[2, 3, :] = [np.nan] * 5
+    i32 = np.iinfo(np.int32)
+    xi = rng.randint(-5, 6, size=(4, 6)).astype(np.int32)
+    xi[0, :] = [i32.min, i32.max, 0, i32.max, i32.min, 7]
+    xu = rng.randint(0, 256, size=(4, 6)).astype(np.uint8)
+    xu[1, :] = [255, 0, 255, 0, 3, 3]
+    for op, fn in (("ArgMax", np.argmax), ("ArgMin", np.argmin)):
+        for axis in (0, 1, -1):
+            for keep, last in ((1, 0), (0, 1)):
+                node = helper.make_node(op, ["x"], ["y"], axis=axis,
+                                        keepdims=keep, select_last_index=last)
+                case = _case("osprey_%s_f32_axis%d_keep%d_last%d" % (
+                    op.lower(), axis % 3, keep, last), node, [x],
+                    [arg(fn, x, axis, keep, last)])
+                case.tolerance = 0
+                out.append((op, case))
+        for name, v in (("int32", xi), ("int64", xi.astype(np.int64)),
+                        ("uint8", xu)):
+            for last in (0, 1):
+                node = helper.make_node(op, ["x"], ["y"], axis=1,
+                                        keepdims=0, select_last_index=last)
+                case = _case("osprey_%s_%s_last%d" % (op.lower(), name, last),
+                             node, [v], [arg(fn, v, 1, 0, last)])
+                case.tolerance = 0
+                out.append((op, case))
+    node = helper.make_node("ArgMax", ["x"], ["y"], axis=3)
+    case = _case("osprey_argmax_axis_out_of_range", node, [x],
+                 [np.zeros((3, 4, 1), np.int64)])
+    case.expect_reject = "axis"
+    out.append(("ArgMax", case))
+
+    # CumSum along every axis, all four exclusive/reverse modes, on float
+    # with infinities and NaN (their sums do not depend on the order) and on
+    # integers; the axis comes as int32 and as int64.
+    def cumsum(v, axis, exclusive, reverse):
+        v = np.flip(v, axis) if reverse else v
+        r = np.cumsum(v, axis=axis, dtype=v.dtype)
+        if exclusive:
+            r = np.concatenate([np.zeros_like(np.take(r, [0], axis=axis)),
+                                np.take(r, range(v.shape[axis] - 1),
+                                        axis=axis)], axis=axis)
+        return np.flip(r, axis) if reverse else r
+    x = rng.randn(2, 3, 5).astype(np.float32)
+    x[1, 2, :] = [1.0, np.inf, 2.0, -np.inf, 3.0]
+    x[0, 1, :] = [np.nan, 0.0, -0.0, 1e30, -1e30]
+    xi = rng.randint(-1000, 1000, size=(4, 6)).astype(np.int64)
+    for axis in (0, 1, -1):
+        for exclusive in (0, 1):
+            for reverse in (0, 1):
+                node = helper.make_node("CumSum", ["x", "axis"], ["y"],
+                                        exclusive=exclusive, reverse=reverse)
+                a = np.array(axis, np.int32 if axis == 1 else np.int64)
+                out.append(("CumSum", _case(
+                    "osprey_cumsum_f32_axis%d_excl%d_rev%d" % (
+                        axis % 3, exclusive, reverse), node, [x, a],
+                    [cumsum(x, axis, exclusive, reverse)])))
+    for name, v in (("int64", xi), ("int32", xi.astype(np.int32))):
+        node = helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=1,
+                                reverse=1)
+        case = _case("osprey_cumsum_%s" % name, node,
+                     [v, np.array(1, np.int64)], [cumsum(v, 1, 1, 1)])
+        case.tolerance = 0
+        out.append(("CumSum", case))
+
+    # OneHot as its definition reads: indices cast to int64 (fractions
+    # truncate toward zero), negatives count back from depth, anything
+    # outside [-depth, depth) gives a row of off values; along each axis.
+    def onehot(ind, depth, axis, values):
+        idx = ind.astype(np.int64)
+        idx = np.where(idx < 0, idx + depth, idx)
+        idx = np.expand_dims(idx, axis)
+        shape = [1] * idx.ndim
+        shape[axis] = depth
+        hot = idx == np.arange(depth).reshape(shape)
+        return np.where(hot, values[1], values[0]).astype(values.dtype)
+    ind = np.array([[0, 4, -1, -5], [5, -6, 100, 2]], np.int32)
+    fractional = np.array([1.7, -1.5, 3.99, -0.4, 4.0, np.float32(-5.2)],
+                          np.float32)
+    depth = np.array(5, np.int64)
+    for axis in (0, 1, -1):
+        values = np.array([-3, 7], np.int64)
+        node = helper.make_node("OneHot", ["i", "depth", "v"], ["y"],
+                                axis=axis)
+        case = _case("osprey_onehot_int32_axis%d" % (axis % 3), node,
+                     [ind, depth, values],
+                     [onehot(ind, 5, axis % 3, values)], opset=11)
+        case.tolerance = 0
+        out.append(("OneHot", case))
+    values = np.array([0.5, -2.0], np.float32)
+    node = helper.make_node("OneHot", ["i", "depth", "v"], ["y"])
+    case = _case("osprey_onehot_fractional_indices", node,
+                 [fractional, np.array(5.0, np.float32), values],
+                 [onehot(fractional, 5, 1, values)])
+    case.tolerance = 0
+    out.append(("OneHot", case))
+
+    # Hardmax: 1 at the first maximum (ties, -inf rows, NaN first) along
+    # each axis.
+    x = rng.randint(-2, 3, size=(2, 3, 4)).astype(np.float32)
+    x[0, 0, :] = [-np.inf] * 4
+    x[1, 2, :] = [1.0, np.nan, 2.0, np.nan]
+    for axis in (0, 1, 2):
+        hot = np.expand_dims(np.argmax(x, axis=axis), axis) == np.arange(
+            x.shape[axis]).reshape([-1 if d == axis else 1 for d in range(3)])
+        node = helper.make_node("Hardmax", ["x"], ["y"], axis=axis)
+        case = _case("osprey_hardmax_axis%d" % axis, node, [x],
+                     [hot.astype(np.float32)])
+        case.tolerance = 0
+        out.append(("Hardmax", case))
+
     out.extend(_typed_cases(rng))
     out.extend(_quantization_cases(rng))
 

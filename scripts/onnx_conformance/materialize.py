@@ -76,8 +76,14 @@ OPS = {
     "SpaceToDepth": "spacetodepth", "ConstantOfShape": "constantofshape",
     "Size": "size", "Trilu": "trilu", "GatherElements": "gatherelements",
     "Mod": "mod", "CastLike": "castlike", "ReduceLogSum": "reduce_log_sum",
-    "ReduceLogSumExp": "reduce_log_sum_exp",
+    "ReduceLogSumExp": "reduce_log_sum_exp", "ArgMax": "argmax",
+    "ArgMin": "argmin", "NegativeLogLikelihoodLoss": "negativeloglikelihoodloss",
+    "SoftmaxCrossEntropyLoss": "softmaxcrossentropy", "CumSum": "cumsum",
+    "OneHot": "onehot", "IsNaN": "isnan", "IsInf": "isinf", "Celu": "celu",
+    "Shrink": "shrink", "ThresholdedRelu": "thresholdedrelu",
+    "GlobalMaxPool": "globalmaxpool", "Hardmax": "hardmax",
 }
+# Mish (opset 18) has no generator in onnx 1.12: its cases are Osprey's own.
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
 # which has no generator for it.
 
@@ -92,8 +98,10 @@ CONST_INPUTS = {
     "Where": {0},
     # ConstantOfShape's shape: only constant shapes compile.
     "ConstantOfShape": {0},
-    # Trilu's k.
-    "Trilu": {1},
+    # Trilu's k, CumSum's axis.
+    "Trilu": {1}, "CumSum": {1},
+    # OneHot's depth sets the output's shape.
+    "OneHot": {1},
     # Quantization parameters and weights are compile-time constants; the
     # second matrix of QLinearMatMul and MatMulInteger also runs as a
     # run-time input (activation x activation products).
@@ -124,20 +132,23 @@ FAMILIES = {
               "Round", "Sign", "Mod"],
     "activation": ["Relu", "LeakyRelu", "Clip", "Sigmoid", "HardSigmoid",
                    "HardSwish", "Tanh", "Erf", "PRelu", "Elu", "Selu",
-                   "Softsign", "Softplus"],
+                   "Softsign", "Softplus", "Celu", "Shrink",
+                   "ThresholdedRelu", "Mish"],
     "norm": ["BatchNormalization", "LayerNormalization", "Softmax",
-             "LogSoftmax"],
-    "pool": ["MaxPool", "AveragePool", "GlobalAveragePool"],
+             "LogSoftmax", "Hardmax"],
+    "pool": ["MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"],
     "shape": ["Flatten", "Reshape", "Transpose", "Concat", "Split", "Slice",
               "Squeeze", "Unsqueeze", "Gather", "Pad", "Expand", "Shape",
               "Constant", "Identity", "DepthToSpace", "SpaceToDepth",
-              "ConstantOfShape", "Size", "Trilu", "GatherElements"],
+              "ConstantOfShape", "Size", "Trilu", "GatherElements", "OneHot"],
     "reduce": ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
                "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
-               "ReduceLogSum", "ReduceLogSumExp"],
+               "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin",
+               "CumSum"],
     "resize": ["Resize"],
+    "loss": ["NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"],
     "logic": ["Cast", "CastLike", "Where", "Equal", "Less", "Greater", "LessOrEqual",
-              "GreaterOrEqual", "And", "Or", "Xor", "Not"],
+              "GreaterOrEqual", "And", "Or", "Xor", "Not", "IsNaN", "IsInf"],
     "quant": ["QuantizeLinear", "DequantizeLinear", "QLinearConv",
               "QLinearMatMul", "ConvInteger", "MatMulInteger"],
 }

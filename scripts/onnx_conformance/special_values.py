@@ -82,6 +82,12 @@ def _unary_refs():
         "Softsign": ({}, lambda v: v / (1.0 + np.abs(v))),
         # The value, not float32's overflow of e^x: softplus(100) = 100.
         "Softplus": ({}, lambda v: np.logaddexp(0.0, v)),
+        "Celu": ({"alpha": 2.0}, lambda v: np.maximum(0.0, v) + np.minimum(
+            0.0, 2.0 * (np.exp(v / 2.0) - 1.0))),
+        "Shrink": ({"lambd": 1.5, "bias": 0.5}, lambda v: np.where(
+            v < -1.5, v + 0.5, np.where(v > 1.5, v - 0.5, 0.0))),
+        "ThresholdedRelu": ({"alpha": 2.0},
+                            lambda v: np.where(v > 2.0, v, 0.0)),
     }
 
 
@@ -137,6 +143,24 @@ def cases():
         node = helper.make_node(op, ["a", "b"], ["y"])
         out.append((op, _model("osprey_special_%s_grid" % op.lower(), node,
                                [("a", a), ("b", b)], [("y", ref(a, b))])))
+
+    # Mish (opset 18): x * tanh(softplus(x)); IsNaN and IsInf (each
+    # detection alone, both, neither) give exact booleans.
+    node = helper.make_node("Mish", ["x"], ["y"])
+    out.append(("Mish", _model(
+        "osprey_special_mish", node, [("x", x)],
+        [("y", _f32(lambda v: v * np.tanh(np.logaddexp(0.0, v)), x))],
+        opset=18)))
+    node = helper.make_node("IsNaN", ["x"], ["y"])
+    out.append(("IsNaN", _model("osprey_special_isnan", node, [("x", x)],
+                                [("y", np.isnan(x))])))
+    for pos, neg in ((1, 1), (1, 0), (0, 1), (0, 0)):
+        node = helper.make_node("IsInf", ["x"], ["y"], detect_positive=pos,
+                                detect_negative=neg)
+        ref = (np.isposinf(x) & bool(pos)) | (np.isneginf(x) & bool(neg))
+        out.append(("IsInf", _model(
+            "osprey_special_isinf_pos%d_neg%d" % (pos, neg), node,
+            [("x", x)], [("y", ref)])))
 
     # PRelu with a slope per element (negative, zero, NaN slopes too).
     slope = SPECIALS[::-1].reshape(1, -1).copy()

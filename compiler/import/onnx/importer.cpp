@@ -43,11 +43,16 @@ constexpr int64_t kMaxOpset = 21;
 // (a constant: the element count of a static shape), Trilu (Where with a
 // constant mask), CastLike (Cast to the second operand's element type),
 // ReduceLogSum and ReduceLogSumExp (Log of ReduceSum, shifted by the
-// maximum).
-const char *const kRewrittenOps[] = {"Dropout", "Sum", "Mean", "DepthToSpace",
-                                     "SpaceToDepth", "Size", "Trilu",
-                                     "CastLike", "ReduceLogSum",
-                                     "ReduceLogSumExp"};
+// maximum), NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss
+// (GatherElements of the class scores, weights, reductions), OneHot (Where
+// of indices equal to a constant 0..depth-1), and the elementwise ops and
+// reductions of importComposite.
+const char *const kRewrittenOps[] = {
+    "Dropout",      "Sum",          "Mean",     "DepthToSpace",
+    "SpaceToDepth", "Size",         "Trilu",    "CastLike",
+    "ReduceLogSum", "ReduceLogSumExp", "NegativeLogLikelihoodLoss",
+    "SoftmaxCrossEntropyLoss", "OneHot", "IsNaN", "IsInf", "Celu", "Shrink",
+    "ThresholdedRelu", "Mish", "GlobalMaxPool", "Hardmax"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -964,6 +969,395 @@ private:
     return defineOutput(node, index, add->result());
   }
 
+  // NegativeLogLikelihoodLoss on log-probabilities x [N, C, d...] and
+  // class indices t [N, d...]: element (n, d...) loses -x[n, t, d...] *
+  // w[t] (w: the optional class weights, else 1), nothing where t is
+  // ignore_index (read there as class 0, so it never indexes out of
+  // range). Reduction 'none' keeps the elements, 'sum' adds them, 'mean'
+  // divides their sum by the sum of the weights used (by the element count
+  // when there are neither weights nor ignore_index). A class index out of
+  // range fails the run (GatherElements checks it).
+  // SoftmaxCrossEntropyLoss is the same on x = LogSoftmax(scores) along
+  // axis 1, which is its optional second output.
+  absl::Status importLoss(const onnx::NodeProto &node, int index,
+                          const std::vector<Value *> &operands,
+                          const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    const bool softmax = node.op_type() == "SoftmaxCrossEntropyLoss";
+    if (operands.size() < 2 || operands.size() > 3 || !operands[0] ||
+        !operands[1]) {
+      return nodeError(node, index, "expected 2 or 3 operands");
+    }
+    Value *x = operands[0], *target = operands[1];
+    Value *weight = operands.size() == 3 ? operands[2] : nullptr;
+    const TensorType &xt = x->type(), &tt = target->type();
+    if (!xt.hasRank() || !tt.hasRank() ||
+        !graph::isFloatType(xt.elementType())) {
+      return unimplemented(node, index,
+                           "needs a floating-point input and a target of "
+                           "known ranks");
+    }
+    if (tt.elementType() != ElementType::I32 &&
+        tt.elementType() != ElementType::I64) {
+      return nodeError(node, index, "the target must hold int32 or int64 "
+                                    "class indices");
+    }
+    if (xt.rank() < 2 || tt.rank() != xt.rank() - 1) {
+      return nodeError(node, index,
+                       "the input must be [N, C, d...] and the target "
+                       "[N, d...]; got ranks " +
+                           std::to_string(xt.rank()) + " and " +
+                           std::to_string(tt.rank()));
+    }
+    for (int64_t d = 0; d < tt.rank(); ++d) {
+      int64_t xd = xt.dim(d == 0 ? 0 : d + 1);
+      // Dims computed from other values are checked once they fold.
+      if (tt.dim(d) != xd && tt.dim(d) != graph::kDynamic &&
+          xd != graph::kDynamic) {
+        return nodeError(node, index,
+                         "target dimension " + std::to_string(d) + " (" +
+                             std::to_string(tt.dim(d)) +
+                             ") differs from the input's (" +
+                             std::to_string(xd) + ")");
+      }
+    }
+    if (weight && (!weight->type().hasRank() || weight->type().rank() != 1 ||
+                   (weight->type().dim(0) != xt.dim(1) &&
+                    xt.dim(1) != graph::kDynamic) ||
+                   weight->type().elementType() != xt.elementType())) {
+      return nodeError(node, index,
+                       "the weights must be a vector of one " +
+                           graph::elementTypeName(xt.elementType()).str() +
+                           " per class (" + std::to_string(xt.dim(1)) + ")");
+    }
+    std::string reduction = "mean";
+    if (auto it = attrs.find("reduction"); it != attrs.end()) {
+      if (!it->second.isString()) {
+        return nodeError(node, index, "attribute 'reduction' must be a string");
+      }
+      reduction = it->second.getString();
+    }
+    if (reduction != "none" && reduction != "sum" && reduction != "mean") {
+      return nodeError(node, index,
+                       "reduction '" + reduction +
+                           "' is not one of none, sum, mean");
+    }
+    std::optional<int64_t> ignore;
+    if (auto it = attrs.find("ignore_index"); it != attrs.end()) {
+      if (!it->second.isInt()) {
+        return nodeError(node, index, "attribute 'ignore_index' must be an integer");
+      }
+      ignore = it->second.getInt();
+    }
+    auto op = [&](llvm::StringRef kind, std::vector<Value *> in,
+                  std::map<std::string, Attribute> a = {},
+                  const std::string &result = "") -> absl::StatusOr<Value *> {
+      COMPILER_ASSIGN_OR_RETURN(
+          Op * o, addTypedOp(kind, std::move(in), std::move(a), name, result));
+      return o->result();
+    };
+    const ElementType et = xt.elementType();
+    if (softmax) {
+      const std::string logProb =
+          node.output_size() > 1 ? node.output(1) : std::string();
+      COMPILER_ASSIGN_OR_RETURN(
+          x, op("LogSoftmax", {x}, {{"axis", Attribute(int64_t(1))}}, logProb));
+      if (!logProb.empty()) {
+        if (values_.count(logProb)) {
+          return nodeError(node, index,
+                           "output '" + logProb + "' is already defined");
+        }
+        values_[logProb] = x;
+      }
+    }
+    Value *ignored = nullptr; // t == ignore_index
+    Value *classes = target;
+    if (ignore) {
+      COMPILER_ASSIGN_OR_RETURN(
+          ignored, op("Equal", {target, constScalar(tt.elementType(),
+                                                    double(*ignore), name)}));
+      COMPILER_ASSIGN_OR_RETURN(
+          classes, op("Where", {ignored, constScalar(tt.elementType(), 0, name),
+                                target}));
+    }
+    Value *w = nullptr; // weight of each element, when not all 1
+    if (weight) {
+      COMPILER_ASSIGN_OR_RETURN(w, op("Gather", {weight, classes},
+                                      {{"axis", Attribute(int64_t(0))}}));
+    }
+    if (ignored) {
+      COMPILER_ASSIGN_OR_RETURN(
+          w, op("Where", {ignored, constScalar(et, 0, name),
+                          w ? w : constScalar(et, 1, name)}));
+    }
+    const std::string &out = node.output(0);
+    const bool none = reduction == "none";
+    COMPILER_ASSIGN_OR_RETURN(Value * at,
+                              op("Unsqueeze", {classes, constInts({1}, name)}));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * picked,
+        op("GatherElements", {x, at}, {{"axis", Attribute(int64_t(1))}}));
+    COMPILER_ASSIGN_OR_RETURN(picked,
+                              op("Squeeze", {picked, constInts({1}, name)}));
+    COMPILER_ASSIGN_OR_RETURN(Value * loss,
+                              op("Neg", {picked}, {}, none && !w ? out : ""));
+    if (w) {
+      COMPILER_ASSIGN_OR_RETURN(loss, op("Mul", {loss, w}, {}, none ? out : ""));
+    }
+    if (none) {
+      return defineOutput(node, index, loss);
+    }
+    const std::map<std::string, Attribute> all = {
+        {"keepdims", Attribute(int64_t(0))}};
+    if (reduction == "sum" || !w) {
+      COMPILER_ASSIGN_OR_RETURN(
+          loss, op(reduction == "sum" ? "ReduceSum" : "ReduceMean", {loss}, all,
+                   out));
+      return defineOutput(node, index, loss);
+    }
+    COMPILER_ASSIGN_OR_RETURN(Value * total, op("ReduceSum", {loss}, all));
+    COMPILER_ASSIGN_OR_RETURN(Value * weights, op("ReduceSum", {w}, all));
+    COMPILER_ASSIGN_OR_RETURN(loss, op("Div", {total, weights}, {}, out));
+    return defineOutput(node, index, loss);
+  }
+
+  // OneHot: the indices (cast to int64 as the definition says; a negative
+  // one counts back from depth) compared with 0..depth-1 along a new axis:
+  // values[1] where equal, values[0] elsewhere. An index outside
+  // [-depth, depth) matches nothing, so its row is all values[0]. depth
+  // sets the output's shape, so it must be a constant.
+  absl::Status importOneHot(const onnx::NodeProto &node, int index,
+                            const std::vector<Value *> &operands,
+                            const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    if (operands.size() != 3 || !operands[0] || !operands[1] || !operands[2]) {
+      return nodeError(node, index, "expected 3 operands");
+    }
+    Value *indices = operands[0], *values = operands[2];
+    auto depthValue = graph::getConstantFloats(operands[1]);
+    if (!depthValue) {
+      return unimplemented(node, index,
+                           "depth must be a constant (it sets the output's "
+                           "shape)");
+    }
+    constexpr double kMaxDepth = double(int64_t(1) << 31);
+    if (depthValue->size() != 1 || !((*depthValue)[0] >= 1) ||
+        (*depthValue)[0] > kMaxDepth) {
+      return nodeError(node, index,
+                       "depth must be one value in [1, 2^31]");
+    }
+    const int64_t depth = int64_t((*depthValue)[0]);
+    const TensorType &it = indices->type(), &vt = values->type();
+    if (!it.hasRank() || !vt.hasRank()) {
+      return unimplemented(node, index,
+                           "needs indices and values of known ranks");
+    }
+    if (vt.rank() != 1 || vt.dim(0) != 2) {
+      return nodeError(node, index,
+                       "values must be a vector of two: [off, on]");
+    }
+    if (it.elementType() == ElementType::Bool) {
+      return nodeError(node, index, "indices must be numbers");
+    }
+    int64_t rank = it.rank();
+    int64_t axis = -1;
+    if (auto a = attrs.find("axis"); a != attrs.end()) {
+      if (!a->second.isInt()) {
+        return nodeError(node, index, "attribute 'axis' must be an integer");
+      }
+      axis = a->second.getInt();
+    }
+    if (axis < -(rank + 1) || axis > rank) {
+      return nodeError(node, index,
+                       "axis " + std::to_string(axis) +
+                           " is out of range for an output of rank " +
+                           std::to_string(rank + 1));
+    }
+    axis = axis < 0 ? axis + rank + 1 : axis;
+    auto op = [&](llvm::StringRef kind, std::vector<Value *> in,
+                  std::map<std::string, Attribute> a = {},
+                  const std::string &result = "") -> absl::StatusOr<Value *> {
+      COMPILER_ASSIGN_OR_RETURN(
+          Op * o, addTypedOp(kind, std::move(in), std::move(a), name, result));
+      return o->result();
+    };
+    const ElementType i64 = ElementType::I64;
+    Value *idx = indices;
+    if (it.elementType() != i64) {
+      COMPILER_ASSIGN_OR_RETURN(
+          idx, op("Cast", {idx},
+                  {{"to", Attribute(graph::elementTypeName(i64).str())}}));
+    }
+    COMPILER_ASSIGN_OR_RETURN(Value * negative,
+                              op("Less", {idx, constScalar(i64, 0, name)}));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * fromEnd, op("Add", {idx, constScalar(i64, double(depth), name)}));
+    COMPILER_ASSIGN_OR_RETURN(idx, op("Where", {negative, fromEnd, idx}));
+    COMPILER_ASSIGN_OR_RETURN(idx,
+                              op("Unsqueeze", {idx, constInts({axis}, name)}));
+    std::vector<int64_t> positions(depth), shape(rank + 1, 1);
+    for (int64_t i = 0; i < depth; ++i) {
+      positions[i] = i;
+    }
+    shape[axis] = depth;
+    Op *iota = graph_->createConstant(TensorType::ranked(i64, shape),
+                                      DenseData::fromInt64s(i64, positions));
+    iota->setNodeName(name);
+    COMPILER_ASSIGN_OR_RETURN(Value * hot, op("Equal", {idx, iota->result()}));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * off, op("Gather", {values, constScalar(i64, 0, name)}));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * on, op("Gather", {values, constScalar(i64, 1, name)}));
+    COMPILER_ASSIGN_OR_RETURN(Value * out,
+                              op("Where", {hot, on, off}, {}, node.output(0)));
+    return defineOutput(node, index, out);
+  }
+
+  // Ops written with a few registry ops, as their definitions read:
+  //   IsNaN(x)            x != x
+  //   IsInf(x)            x == +inf or x == -inf (detect_positive,
+  //                       detect_negative select which)
+  //   ThresholdedRelu(x)  x > alpha ? x : 0
+  //   Shrink(x)           x < -lambd ? x + bias : x > lambd ? x - bias : 0
+  //   Celu(x)             x > 0 ? x : alpha * Elu(x / alpha)
+  //   Mish(x)             x * tanh(softplus(x))
+  //   GlobalMaxPool(x)    ReduceMax over the spatial axes, kept
+  //   Hardmax(x)          1 at the first maximum along the axis, else 0
+  absl::Status importComposite(const onnx::NodeProto &node, int index,
+                               const std::vector<Value *> &operands,
+                               const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    const std::string &kind = node.op_type();
+    if (operands.size() != 1 || !operands[0]) {
+      return nodeError(node, index, "expected 1 operand");
+    }
+    Value *x = operands[0];
+    const TensorType &type = x->type();
+    const ElementType et = type.elementType();
+    auto number = [&](const char *attr, double fallback) -> absl::StatusOr<double> {
+      auto it = attrs.find(attr);
+      if (it == attrs.end()) {
+        return fallback;
+      }
+      if (!it->second.isFloat() && !it->second.isInt()) {
+        return nodeError(node, index,
+                         std::string("attribute '") + attr + "' must be a number");
+      }
+      return it->second.getFloat();
+    };
+    auto op = [&](llvm::StringRef k, std::vector<Value *> in,
+                  std::map<std::string, Attribute> a = {},
+                  bool last = false) -> absl::StatusOr<Value *> {
+      COMPILER_ASSIGN_OR_RETURN(
+          Op * o, addTypedOp(k, std::move(in), std::move(a), name,
+                             last ? node.output(0) : ""));
+      return o->result();
+    };
+    auto c = [&](double v) { return constScalar(et, v, name); };
+    Value *out = nullptr;
+    if (kind == "IsNaN") {
+      COMPILER_ASSIGN_OR_RETURN(Value * same, op("Equal", {x, x}));
+      COMPILER_ASSIGN_OR_RETURN(out, op("Not", {same}, {}, true));
+    } else if (kind == "IsInf") {
+      COMPILER_ASSIGN_OR_RETURN(double pos, number("detect_positive", 1));
+      COMPILER_ASSIGN_OR_RETURN(double neg, number("detect_negative", 1));
+      if (!graph::isFloatType(et)) {
+        return nodeError(node, index, "needs a floating-point input");
+      }
+      if (pos != 0 && neg != 0) {
+        COMPILER_ASSIGN_OR_RETURN(Value * mag, op("Abs", {x}));
+        COMPILER_ASSIGN_OR_RETURN(out, op("Equal", {mag, c(INFINITY)}, {}, true));
+      } else if (pos != 0 || neg != 0) {
+        COMPILER_ASSIGN_OR_RETURN(
+            out, op("Equal", {x, c(pos != 0 ? INFINITY : -INFINITY)}, {}, true));
+      } else {
+        // Nothing is detected: all false (no value is below -inf).
+        COMPILER_ASSIGN_OR_RETURN(out, op("Less", {x, c(-INFINITY)}, {}, true));
+      }
+    } else if (kind == "ThresholdedRelu") {
+      COMPILER_ASSIGN_OR_RETURN(double alpha, number("alpha", 1.0));
+      COMPILER_ASSIGN_OR_RETURN(Value * above, op("Greater", {x, c(alpha)}));
+      COMPILER_ASSIGN_OR_RETURN(out, op("Where", {above, x, c(0)}, {}, true));
+    } else if (kind == "Shrink") {
+      COMPILER_ASSIGN_OR_RETURN(double bias, number("bias", 0.0));
+      COMPILER_ASSIGN_OR_RETURN(double lambd, number("lambd", 0.5));
+      if (!graph::isFloatType(et) &&
+          (bias != std::trunc(bias) || lambd != std::trunc(lambd))) {
+        return unimplemented(node, index,
+                             "fractional bias or lambd on integers");
+      }
+      COMPILER_ASSIGN_OR_RETURN(Value * low, op("Less", {x, c(-lambd)}));
+      COMPILER_ASSIGN_OR_RETURN(Value * high, op("Greater", {x, c(lambd)}));
+      COMPILER_ASSIGN_OR_RETURN(Value * up, op("Add", {x, c(bias)}));
+      COMPILER_ASSIGN_OR_RETURN(Value * down, op("Sub", {x, c(bias)}));
+      COMPILER_ASSIGN_OR_RETURN(Value * mid, op("Where", {high, down, c(0)}));
+      COMPILER_ASSIGN_OR_RETURN(out, op("Where", {low, up, mid}, {}, true));
+    } else if (kind == "Celu") {
+      COMPILER_ASSIGN_OR_RETURN(double alpha, number("alpha", 1.0));
+      if (alpha == 0) {
+        return nodeError(node, index, "alpha must not be 0");
+      }
+      COMPILER_ASSIGN_OR_RETURN(Value * scaled, op("Div", {x, c(alpha)}));
+      COMPILER_ASSIGN_OR_RETURN(Value * elu, op("Elu", {scaled}));
+      COMPILER_ASSIGN_OR_RETURN(Value * neg, op("Mul", {elu, c(alpha)}));
+      COMPILER_ASSIGN_OR_RETURN(Value * pos, op("Greater", {x, c(0)}));
+      COMPILER_ASSIGN_OR_RETURN(out, op("Where", {pos, x, neg}, {}, true));
+    } else if (kind == "Mish") {
+      COMPILER_ASSIGN_OR_RETURN(Value * sp, op("Softplus", {x}));
+      COMPILER_ASSIGN_OR_RETURN(Value * t, op("Tanh", {sp}));
+      COMPILER_ASSIGN_OR_RETURN(out, op("Mul", {x, t}, {}, true));
+    } else if (kind == "GlobalMaxPool") {
+      if (!type.hasRank() || type.rank() < 3) {
+        return nodeError(node, index, "needs an input [N, C, spatial...]");
+      }
+      std::vector<int64_t> axes;
+      for (int64_t a = 2; a < type.rank(); ++a) {
+        axes.push_back(a);
+      }
+      COMPILER_ASSIGN_OR_RETURN(
+          out, op("ReduceMax", {x, constInts(axes, name)},
+                  {{"keepdims", Attribute(int64_t(1))}}, true));
+    } else { // Hardmax
+      if (!type.hasRank() || type.rank() == 0) {
+        return nodeError(node, index, "needs an input of known rank >= 1");
+      }
+      int64_t axis = -1;
+      if (auto it = attrs.find("axis"); it != attrs.end() && it->second.isInt()) {
+        axis = it->second.getInt();
+      } else if (opset_ < 13) {
+        axis = 1;
+      }
+      absl::Status valid = graph::normalizeAxis(axis, type.rank(), "axis");
+      if (!valid.ok()) {
+        return nodeError(node, index, std::string(valid.message()));
+      }
+      if (opset_ < 13 && axis != type.rank() - 1) {
+        return unimplemented(node, index,
+                             "opset-" + std::to_string(opset_) +
+                                 " Hardmax over several axes (the input "
+                                 "coerced to 2-D) is not supported");
+      }
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * at, op("ArgMax", {x},
+                         {{"axis", Attribute(axis)},
+                          {"keepdims", Attribute(int64_t(1))}}));
+      std::vector<int64_t> positions(type.dim(axis)), shape(type.rank(), 1);
+      for (int64_t i = 0; i < type.dim(axis); ++i) {
+        positions[i] = i;
+      }
+      shape[axis] = type.dim(axis);
+      Op *iota = graph_->createConstant(
+          TensorType::ranked(ElementType::I64, shape),
+          DenseData::fromInt64s(ElementType::I64, positions));
+      iota->setNodeName(name);
+      COMPILER_ASSIGN_OR_RETURN(Value * hot, op("Equal", {at, iota->result()}));
+      // The index (extent 1 on the axis) against 0..D-1 (extent 1 on the
+      // others) broadcasts to the input's shape.
+      COMPILER_ASSIGN_OR_RETURN(out, op("Where", {hot, c(1), c(0)}, {}, true));
+    }
+    return defineOutput(node, index, out);
+  }
+
   // DepthToSpace and SpaceToDepth on [N, C, H, W] with blocksize b, as the
   // ONNX definitions write them: a reshape to 6-D, a transpose, a reshape
   // back to 4-D. Needs a static input shape.
@@ -1439,6 +1833,16 @@ private:
       return defineOutput(node, index, cast->result());
     } else if (opType == "Trilu") {
       return importTrilu(node, index, operands, attrs);
+    } else if (opType == "NegativeLogLikelihoodLoss" ||
+               opType == "SoftmaxCrossEntropyLoss") {
+      return importLoss(node, index, operands, attrs);
+    } else if (opType == "OneHot") {
+      return importOneHot(node, index, operands, attrs);
+    } else if (opType == "IsNaN" || opType == "IsInf" || opType == "Celu" ||
+               opType == "Shrink" || opType == "ThresholdedRelu" ||
+               opType == "Mish" || opType == "GlobalMaxPool" ||
+               opType == "Hardmax") {
+      return importComposite(node, index, operands, attrs);
     } else if (opType == "Size") {
       return importSize(node, index, operands);
     } else if (opType == "DepthToSpace" || opType == "SpaceToDepth") {

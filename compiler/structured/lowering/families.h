@@ -29,8 +29,11 @@ OSPREY_LOWERING(lowerPool)
 OSPREY_LOWERING(lowerGlobalAveragePool)
 // matmul.cpp: MatMul, Gemm.
 OSPREY_LOWERING(lowerMatMul)
-// reduction.cpp: ReduceSum, ReduceMax, ReduceMean, Softmax.
+// reduction.cpp: ReduceSum, ReduceMax, ReduceMean, ArgMax, ArgMin, CumSum,
+// Softmax.
 OSPREY_LOWERING(lowerReduce)
+OSPREY_LOWERING(lowerArgMinMax)
+OSPREY_LOWERING(lowerCumSum)
 OSPREY_LOWERING(lowerSoftmax)
 // normalization.cpp: BatchNormalization, LayerNormalization.
 OSPREY_LOWERING(lowerBatchNorm)

@@ -80,6 +80,9 @@ constexpr LoweringEntry kLowerings[] = {
     {OpKind::ReduceL1, lowerReduce},
     {OpKind::ReduceL2, lowerReduce},
     {OpKind::ReduceSumSquare, lowerReduce},
+    {OpKind::ArgMax, lowerArgMinMax},
+    {OpKind::ArgMin, lowerArgMinMax},
+    {OpKind::CumSum, lowerCumSum},
     {OpKind::BatchNormalization, lowerBatchNorm},
     {OpKind::LayerNormalization, lowerLayerNorm},
     // Data movement.

@@ -1,5 +1,5 @@
-// Reductions (ReduceSum, ReduceMax, ReduceMean) and Softmax, which
-// decomposes into reductions and elementwise ops.
+// Reductions (ReduceSum, ReduceMax, ReduceMean, ...), ArgMax/ArgMin, CumSum
+// and Softmax, which decomposes into reductions and elementwise ops.
 #include <cmath>
 
 #include "compiler/structured/lowering/families.h"
@@ -81,6 +81,108 @@ absl::Status lowerReduce(LoweringContext &ctx, const Op &op) {
   return ctx.reduce(op, x, reduced, keep, combine, init, square, "",
                     op.result())
       .status();
+}
+
+// ArgMax / ArgMin in two reductions along the axis: the extreme value m
+// (NaN when the row holds one), then the first (or, with
+// select_last_index, the last) position whose element is m: the minimum
+// (maximum) over select(x == m, i, miss) with i read from a constant
+// 0..D-1 along the axis. A row whose m is NaN matches its NaNs, so the
+// first NaN is reported, as numpy does; every row matches somewhere, so
+// |miss| (D, or -1 for the last) never reaches the result.
+absl::Status lowerArgMinMax(LoweringContext &ctx, const Op &op) {
+  const TensorType &in = op.operand(0)->type();
+  unsigned n = in.rank();
+  int64_t axis = op.getInt("axis", 0);
+  axis = axis < 0 ? axis + n : axis;
+  bool keep = op.getInt("keepdims", 1) != 0;
+  bool last = op.getInt("select_last_index", 0) != 0;
+  bool isMax = op.is(OpKind::ArgMax);
+  int64_t extent = in.dim(axis);
+  std::vector<bool> reduced(n, false);
+  reduced[axis] = true;
+  COMPILER_ASSIGN_OR_RETURN(unsigned x, ctx.tensorFor(op.operand(0)));
+  COMPILER_ASSIGN_OR_RETURN(
+      unsigned m, ctx.reduce(op, x, reduced, true, isMax ? SK::Max : SK::Min,
+                             isMax ? -INFINITY : INFINITY, false,
+                             isMax ? "_max" : "_min"));
+  std::vector<int64_t> positions(extent);
+  for (int64_t i = 0; i < extent; ++i) {
+    positions[i] = i;
+  }
+  unsigned iota = ctx.newTemp(
+      op, "_positions", TensorType::ranked(ElementType::I64, {extent}));
+  ctx.program().tensors[iota].constant =
+      graph::DenseData::fromInt64s(ElementType::I64, positions);
+
+  StructuredOp s;
+  s.nodeName = op.nodeName();
+  s.bounds = in.dims().vec();
+  AffineMap outMap, maxMap, iotaMap;
+  outMap.numDims = maxMap.numDims = iotaMap.numDims = n;
+  for (unsigned d = 0; d < n; ++d) {
+    bool r = d == unsigned(axis);
+    s.iterators.push_back(r ? IteratorType::Reduction : IteratorType::Parallel);
+    AffineExpr e = r ? AffineExpr::constantExpr(n, 0) : AffineExpr::dim(n, d);
+    maxMap.results.push_back(e);
+    if (!r || keep) {
+      outMap.results.push_back(e);
+    }
+  }
+  iotaMap.results.push_back(AffineExpr::dim(n, axis));
+  s.inputs = {{x, AffineMap::identity(n)}, {m, maxMap}, {iota, iotaMap}};
+  COMPILER_ASSIGN_OR_RETURN(unsigned out, ctx.tensorFor(op.result()));
+  s.output = {out, outMap};
+  double miss = last ? -1.0 : double(extent);
+  s.init = miss;
+  ScalarBody &b = s.body;
+  unsigned xv = b.input(0), mv = b.input(1), i = b.input(2);
+  unsigned missNode = b.constant(miss);
+  // x == m, or both are NaN.
+  unsigned bothNaN = b.select(b.binary(SK::CmpEq, mv, mv), missNode,
+                              b.select(b.binary(SK::CmpEq, xv, xv), missNode, i));
+  unsigned candidate = b.select(b.binary(SK::CmpEq, xv, mv), i, bothNaN);
+  b.yield(b.binary(last ? SK::Max : SK::Min, b.output(), candidate));
+  ctx.add(std::move(s));
+  return absl::OkStatus();
+}
+
+// CumSum along axis a of extent D: a reduction over one more loop k in
+// [0, D) reading x at position i - k (reverse: i + k), one step further
+// when exclusive, zero outside the axis. D reads per element: running sums
+// over long axes cost quadratic time.
+absl::Status lowerCumSum(LoweringContext &ctx, const Op &op) {
+  const TensorType &t = op.result()->type();
+  unsigned n = t.rank();
+  auto axisValue = graph::getConstantInts(op.operand(1));
+  if (!axisValue || axisValue->size() != 1) {
+    return op.emitError("the axis must be a constant");
+  }
+  int64_t axis = (*axisValue)[0];
+  axis = axis < 0 ? axis + n : axis;
+  bool exclusive = op.getInt("exclusive", 0) != 0;
+  bool reverse = op.getInt("reverse", 0) != 0;
+  COMPILER_ASSIGN_OR_RETURN(unsigned x, ctx.tensorFor(op.operand(0)));
+  StructuredOp s;
+  s.nodeName = op.nodeName();
+  s.bounds = t.dims().vec();
+  s.bounds.push_back(t.dim(axis));
+  s.iterators.assign(n, IteratorType::Parallel);
+  s.iterators.push_back(IteratorType::Reduction);
+  AffineMap read = AffineMap::identity(n + 1);
+  read.results.pop_back();
+  AffineExpr &e = read.results[axis];
+  e.coeffs[n] = reverse ? 1 : -1;
+  e.constant = exclusive ? (reverse ? 1 : -1) : 0;
+  AffineMap write = AffineMap::identity(n + 1);
+  write.results.pop_back();
+  s.inputs.push_back({x, read, 0.0});
+  COMPILER_ASSIGN_OR_RETURN(unsigned out, ctx.tensorFor(op.result()));
+  s.output = {out, write};
+  s.init = 0.0;
+  s.body.yield(s.body.binary(SK::Add, s.body.output(), s.body.input(0)));
+  ctx.add(std::move(s));
+  return absl::OkStatus();
 }
 
 namespace {
