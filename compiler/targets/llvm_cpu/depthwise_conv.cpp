@@ -108,10 +108,15 @@ absl::Status DepthwiseConvEmitter::emit(llvm::ArrayRef<llvm::Value *> loIn,
           llvm::Value *left = b_.CreateSub(hi[plan_.row], r0);
           llvm::Value *rb = b_.CreateSelect(b_.CreateICmpSLT(left, idx(rows_)),
                                             left, idx(rows_));
-          llvm::Value *count = computeEnd(rb);
           if (rolledCount_ > 1) {
             // Several planes sum into one output (grouped
-            // convolutions): the sums start at init.
+            // convolutions): the sums start at init, every lane a pass
+            // reads (flattened rows, or the rows of the last iteration
+            // of v_ rows at sPitch_ each).
+            llvm::Value *count =
+                flat_ ? computeEnd(rb)
+                      : b_.CreateMul(b_.CreateAdd(rb, idx(v_ - 1)),
+                                     idx(sPitch_));
             llvm::Value *init = splat(constant(*op.init));
             stepLoop(idx(0), count, vw_, LoopHint::kNoVectorize,
                      [&](llvm::Value *q) {

@@ -194,6 +194,25 @@ TEST(DepthwiseConvTest, GroupedAndDilatedMatchReference) {
   }
 }
 
+// Groups of several input channels at row widths that are no multiple of
+// a vector, computed row by row: each input channel's pass adds to the
+// sums, so a row's vector past its end must not land on the next row's sums
+// (it added junk to their first columns), and every sum a pass reads must
+// start at the bias-free init (wider rows read sums never initialized).
+TEST(DepthwiseConvTest, GroupedRowsKeepToTheirOwnSums) {
+  DepthwiseOptions scalar;
+  scalar.vectorWidth = 1;
+  for (int w : {7, 9, 11, 13, 17, 33}) {
+    for (int cpg : {2, 3}) {
+      Case t = {2 * cpg, 7, w, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 2};
+      check(t, "host");
+      check(t, "x86_64");
+      check(t, "host", "relu", scalar);
+    }
+  }
+  check({6, 7, 9, 6, 3, 3, 1, 1, 2, 2, 1, 1, 1, 1, 2}, "x86_64", "residual");
+}
+
 // Epilogues reading other tensors: a residual of the output's layout runs
 // over flattened positions; a tensor broadcast along rows keeps the
 // row-by-row epilogue.

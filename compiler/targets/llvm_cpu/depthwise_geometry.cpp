@@ -113,18 +113,8 @@ bool DepthwiseConvEmitter::size(unsigned vectorWidth, uint64_t maxScratch) {
   if (vw_ > 1) {
     chooseVectorShape(ow);
   }
-  // Row by row, each row's vectors past its end land on the next row's
-  // sums, which are computed afterwards: the sums can be dense (not with
-  // several rows per iteration, whose last vectors would overwrite sums
-  // of the next row already stored).
-  sPitch_ = flat_ ? wq_ : v_ > 1 ? roundUp(ow, lanes_) : ow;
-  planeStride_ = roundUp((rows_ + v_ - 1 + khx_) * wq_ + lanes_ + vw_, vw_);
-  sLen_ = (rows_ + v_ - 1) * std::max(wq_, sPitch_) + lanes_ + vw_;
-  dense_ = flatEpilogue();
-  // Scalar rows of whole blocks of u_ outputs go through the epilogue
-  // straight from the accumulators (no sums).
-  direct_ = vw_ == 1 && !flat_ && ow % u_ == 0 &&
-            maxExtent(plan_.col) == op.bounds[plan_.col];
+  // Input channels summed into each output (grouped convolutions) are
+  // rolled loops: each adds its window sums to the sums of the ones before.
   int64_t planes = 1;
   for (unsigned d = 0; d < op.bounds.size(); ++d) {
     bool parallel = op.iterators[d] == structured::IteratorType::Parallel;
@@ -136,6 +126,21 @@ bool DepthwiseConvEmitter::size(unsigned vectorWidth, uint64_t maxScratch) {
       rolledCount_ *= op.bounds[d];
     }
   }
+  // Row by row, each row's vectors past its end land on the next row's
+  // sums, which are computed afterwards: the sums can be dense. Not with
+  // several rows per iteration, whose last vectors would overwrite sums
+  // of the next row already stored, nor with rolled loops, whose later
+  // passes would add those junk lanes to the next row's sums.
+  sPitch_ = flat_                         ? wq_
+            : v_ > 1 || rolledCount_ > 1 ? roundUp(ow, lanes_)
+                                         : ow;
+  planeStride_ = roundUp((rows_ + v_ - 1 + khx_) * wq_ + lanes_ + vw_, vw_);
+  sLen_ = (rows_ + v_ - 1) * std::max(wq_, sPitch_) + lanes_ + vw_;
+  dense_ = flatEpilogue();
+  // Scalar rows of whole blocks of u_ outputs go through the epilogue
+  // straight from the accumulators (no sums).
+  direct_ = vw_ == 1 && !flat_ && ow % u_ == 0 &&
+            maxExtent(plan_.col) == op.bounds[plan_.col];
   direct_ = direct_ && rolledCount_ == 1;
   if (prologue()) {
     // Depthwise only (fuseAndTile); the batch is set above. Room for the
