@@ -44,7 +44,7 @@ lowerGraphText(llvm::StringRef text, llvm::StringRef sourceName,
 
 absl::Status CompiledGraph::compile(llvm::StringRef text,
                                     const CompileOptions &options) {
-  auto target = resolveCpuTarget(options.target);
+  auto target = resolveCpuTarget(options.target, options.cpu);
   if (!target.ok()) {
     return target.status();
   }

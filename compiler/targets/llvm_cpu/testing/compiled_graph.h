@@ -32,6 +32,9 @@ lowerGraphText(llvm::StringRef text, llvm::StringRef sourceName = "test",
 struct CompileOptions {
   // Target name for resolveCpuTarget ("host", "x86_64", "armv7em", ...).
   std::string target = "host";
+  // CPU name overriding the target's (e.g. "skylake-avx512" for x86_64, to
+  // inspect AVX-512 code on any host with load = false).
+  std::string cpu;
   // Source name for the parser and library name reported by the query.
   std::string name = "test";
   // Fusion tuning (the microkernel fields come from the target) and code
