@@ -610,6 +610,34 @@ def cases():
         case.tolerance = 0
         out.append(("Hardmax", case))
 
+    # Tile along three axes (a repeat of 1 included); Range with a negative
+    # fractional step and an empty int64 range; EyeLike above and below the
+    # diagonal.
+    x = rng.randn(2, 3, 1).astype(np.float32)
+    node = helper.make_node("Tile", ["x", "r"], ["y"])
+    out.append(("Tile", _case("osprey_tile_3d", node,
+                              [x, np.array([3, 1, 4], np.int64)],
+                              [np.tile(x, (3, 1, 4))])))
+    for name, (a, b, d) in (("f32_negative_step", (np.float32(2.5),
+                                                   np.float32(-1.0),
+                                                   np.float32(-0.75))),
+                            ("int64_empty", (np.int64(5), np.int64(2),
+                                             np.int64(1)))):
+        node = helper.make_node("Range", ["a", "b", "d"], ["y"])
+        case = _case("osprey_range_" + name, node,
+                     [np.array(a), np.array(b), np.array(d)],
+                     [np.arange(a, b, d).astype(np.array(a).dtype)], opset=11)
+        case.tolerance = 0
+        out.append(("Range", case))
+    for k in (-2, 3):
+        node = helper.make_node("EyeLike", ["x"], ["y"], k=k,
+                                dtype=onnx.TensorProto.INT32)
+        case = _case("osprey_eyelike_k%d" % k, node,
+                     [np.zeros((4, 5), np.float32)],
+                     [np.eye(4, 5, k=k, dtype=np.int32)])
+        case.tolerance = 0
+        out.append(("EyeLike", case))
+
     out.extend(_typed_cases(rng))
     out.extend(_quantization_cases(rng))
 

@@ -81,7 +81,8 @@ OPS = {
     "SoftmaxCrossEntropyLoss": "softmaxcrossentropy", "CumSum": "cumsum",
     "OneHot": "onehot", "IsNaN": "isnan", "IsInf": "isinf", "Celu": "celu",
     "Shrink": "shrink", "ThresholdedRelu": "thresholdedrelu",
-    "GlobalMaxPool": "globalmaxpool", "Hardmax": "hardmax",
+    "GlobalMaxPool": "globalmaxpool", "Hardmax": "hardmax", "Range": "rangeop",
+    "Tile": "tile", "EyeLike": "eyelike",
 }
 # Mish (opset 18) has no generator in onnx 1.12: its cases are Osprey's own.
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
@@ -100,8 +101,11 @@ CONST_INPUTS = {
     "ConstantOfShape": {0},
     # Trilu's k, CumSum's axis.
     "Trilu": {1}, "CumSum": {1},
-    # OneHot's depth sets the output's shape.
-    "OneHot": {1},
+    # OneHot's depth, Range's operands and Tile's repeats set the output's
+    # shape.
+    "OneHot": {1}, "Range": {0, 1, 2}, "Tile": {1},
+    # Dropout's ratio and training_mode: deterministic only when constant.
+    "Dropout": {1, 2},
     # Quantization parameters and weights are compile-time constants; the
     # second matrix of QLinearMatMul and MatMulInteger also runs as a
     # run-time input (activation x activation products).
@@ -140,7 +144,8 @@ FAMILIES = {
     "shape": ["Flatten", "Reshape", "Transpose", "Concat", "Split", "Slice",
               "Squeeze", "Unsqueeze", "Gather", "Pad", "Expand", "Shape",
               "Constant", "Identity", "DepthToSpace", "SpaceToDepth",
-              "ConstantOfShape", "Size", "Trilu", "GatherElements", "OneHot"],
+              "ConstantOfShape", "Size", "Trilu", "GatherElements", "OneHot",
+              "Range", "Tile", "EyeLike"],
     "reduce": ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
                "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
                "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin",

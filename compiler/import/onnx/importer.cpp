@@ -45,14 +45,16 @@ constexpr int64_t kMaxOpset = 21;
 // ReduceLogSum and ReduceLogSumExp (Log of ReduceSum, shifted by the
 // maximum), NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss
 // (GatherElements of the class scores, weights, reductions), OneHot (Where
-// of indices equal to a constant 0..depth-1), and the elementwise ops and
-// reductions of importComposite.
+// of indices equal to a constant 0..depth-1), the elementwise ops and
+// reductions of importComposite, Range and EyeLike (constants), Tile
+// (Reshape, Expand, Reshape).
 const char *const kRewrittenOps[] = {
     "Dropout",      "Sum",          "Mean",     "DepthToSpace",
     "SpaceToDepth", "Size",         "Trilu",    "CastLike",
     "ReduceLogSum", "ReduceLogSumExp", "NegativeLogLikelihoodLoss",
     "SoftmaxCrossEntropyLoss", "OneHot", "IsNaN", "IsInf", "Celu", "Shrink",
-    "ThresholdedRelu", "Mish", "GlobalMaxPool", "Hardmax"};
+    "ThresholdedRelu", "Mish", "GlobalMaxPool", "Hardmax", "Range", "Tile",
+    "EyeLike"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -696,27 +698,48 @@ private:
   // (a training_mode operand that is not a constant false) are refused.
   absl::Status importDropout(const onnx::NodeProto &node, int index,
                              const std::vector<Value *> &operands) {
+    const std::string name = nodeName(node, index);
     if (operands.empty() || !operands[0]) {
       return nodeError(node, index, "expected a data operand");
     }
-    if (node.output_size() > 1 && !node.output(1).empty()) {
-      return unimplemented(node, index,
-                           "the mask output of Dropout is not supported");
-    }
+    // Training mode drops nothing when the ratio is a constant 0, so it is
+    // deterministic too.
     if (operands.size() > 2 && operands[2]) {
-      const Op *def = operands[2]->definingOp();
-      bool constantFalse = def && def->is(OpKind::Constant) &&
-                           def->value().size() == 1 &&
-                           def->value().bytes()[0] == 0;
-      if (!constantFalse) {
+      auto training = graph::getConstantFloats(operands[2]);
+      auto ratio = operands.size() > 1 && operands[1]
+                       ? graph::getConstantFloats(operands[1])
+                       : std::nullopt;
+      bool inference = training && training->size() == 1 &&
+                       (*training)[0] == 0;
+      bool keepsAll = ratio && ratio->size() == 1 && (*ratio)[0] == 0;
+      if (!inference && !keepsAll) {
         return unimplemented(node, index,
                              "training-mode Dropout (training_mode must be "
-                             "a constant false)");
+                             "a constant false, or the ratio a constant 0)");
       }
     }
     COMPILER_ASSIGN_OR_RETURN(
-        Op * id, addTypedOp("Identity", {operands[0]}, {},
-                            nodeName(node, index), node.output(0)));
+        Op * id, addTypedOp("Identity", {operands[0]}, {}, name,
+                            node.output(0)));
+    if (node.output_size() > 1 && !node.output(1).empty()) {
+      // Nothing is dropped: the mask is all true.
+      const TensorType &t = operands[0]->type();
+      if (!t.hasStaticShape()) {
+        return unimplemented(node, index,
+                             "the mask output needs a static input shape");
+      }
+      const std::string &maskName = node.output(1);
+      if (values_.count(maskName)) {
+        return nodeError(node, index,
+                         "output '" + maskName + "' is already defined");
+      }
+      Op *mask = graph_->createConstant(
+          TensorType::ranked(ElementType::Bool, t.dims().vec()),
+          DenseData::fromInt64s(ElementType::Bool,
+                                std::vector<int64_t>(t.numElements(), 1)));
+      mask->setNodeName(name);
+      values_[maskName] = mask->result();
+    }
     return defineOutput(node, index, id->result());
   }
 
@@ -1358,6 +1381,145 @@ private:
     return defineOutput(node, index, out);
   }
 
+  // Range of constant start, limit and delta: a constant of
+  // max(ceil((limit - start) / delta), 0) elements start + i * delta (its
+  // length sets the output's shape, so run-time operands are refused).
+  absl::Status importRange(const onnx::NodeProto &node, int index,
+                           const std::vector<Value *> &operands) {
+    const std::string name = nodeName(node, index);
+    if (operands.size() != 3 || !operands[0] || !operands[1] || !operands[2]) {
+      return nodeError(node, index, "expected 3 operands");
+    }
+    double v[3];
+    for (int i = 0; i < 3; ++i) {
+      auto c = graph::getConstantFloats(operands[i]);
+      if (!c) {
+        return unimplemented(node, index,
+                             "start, limit and delta must be constants (the "
+                             "length of the range sets the output's shape)");
+      }
+      if (c->size() != 1) {
+        return nodeError(node, index, "start, limit and delta must be scalars");
+      }
+      v[i] = (*c)[0];
+    }
+    const ElementType et = operands[0]->type().elementType();
+    if (operands[1]->type().elementType() != et ||
+        operands[2]->type().elementType() != et) {
+      return nodeError(node, index,
+                       "start, limit and delta must have one element type");
+    }
+    if (v[2] == 0 || !std::isfinite(v[0]) || !std::isfinite(v[1]) ||
+        !std::isfinite(v[2])) {
+      return nodeError(node, index,
+                       "delta must be nonzero and all three finite");
+    }
+    constexpr double kMaxElements = double(int64_t(1) << 28);
+    double count = std::max(std::ceil((v[1] - v[0]) / v[2]), 0.0);
+    if (count > kMaxElements) {
+      return unimplemented(node, index,
+                           "a range of " + std::to_string(int64_t(count)) +
+                               " elements (at most 2^28)");
+    }
+    std::vector<double> values(static_cast<size_t>(count));
+    for (size_t i = 0; i < values.size(); ++i) {
+      values[i] = v[0] + double(i) * v[2];
+    }
+    Op *c = graph_->createConstant(
+        TensorType::ranked(et, {int64_t(values.size())}),
+        DenseData::fromDoubles(et, values));
+    c->setNodeName(name);
+    return defineOutput(node, index, c->result());
+  }
+
+  // EyeLike: a constant of the input's (static, 2-D) shape, ones on the
+  // diagonal k, of element type dtype (default: the input's).
+  absl::Status importEyeLike(const onnx::NodeProto &node, int index,
+                             const std::vector<Value *> &operands,
+                             const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    if (operands.size() != 1 || !operands[0]) {
+      return nodeError(node, index, "expected 1 operand");
+    }
+    const TensorType &t = operands[0]->type();
+    if (!t.hasStaticShape() || t.rank() != 2) {
+      return nodeError(node, index, "needs a 2-D input of static shape");
+    }
+    ElementType et = t.elementType();
+    if (auto it = attrs.find("dtype"); it != attrs.end()) {
+      auto mapped = it->second.isInt()
+                        ? mapElementType(static_cast<int32_t>(it->second.getInt()))
+                        : std::nullopt;
+      if (!mapped) {
+        return nodeError(node, index, "unsupported dtype");
+      }
+      et = *mapped;
+    }
+    int64_t k = 0;
+    if (auto it = attrs.find("k"); it != attrs.end() && it->second.isInt()) {
+      k = it->second.getInt();
+    }
+    int64_t rows = t.dim(0), cols = t.dim(1);
+    std::vector<int64_t> values(size_t(rows * cols), 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t c = r + k;
+      if (c >= 0 && c < cols) {
+        values[size_t(r * cols + c)] = 1;
+      }
+    }
+    Op *c = graph_->createConstant(TensorType::ranked(et, {rows, cols}),
+                                   DenseData::fromInt64s(et, values));
+    c->setNodeName(name);
+    return defineOutput(node, index, c->result());
+  }
+
+  // Tile by constant repeats r on a static shape d: the input reshaped to
+  // [1, d0, 1, d1, ...], expanded to [r0, d0, r1, d1, ...] and reshaped to
+  // [r0 * d0, r1 * d1, ...].
+  absl::Status importTile(const onnx::NodeProto &node, int index,
+                          const std::vector<Value *> &operands) {
+    const std::string name = nodeName(node, index);
+    if (operands.size() != 2 || !operands[0] || !operands[1]) {
+      return nodeError(node, index, "expected 2 operands");
+    }
+    const TensorType &t = operands[0]->type();
+    auto repeats = graph::getConstantInts(operands[1]);
+    if (!repeats) {
+      return unimplemented(node, index,
+                           "repeats must be a constant (they set the "
+                           "output's shape)");
+    }
+    if (!t.hasStaticShape()) {
+      return unimplemented(node, index, "needs a static input shape");
+    }
+    if (int64_t(repeats->size()) != t.rank()) {
+      return nodeError(node, index,
+                       "repeats has " + std::to_string(repeats->size()) +
+                           " values for an input of rank " +
+                           std::to_string(t.rank()));
+    }
+    std::vector<int64_t> split, expanded, out;
+    for (int64_t d = 0; d < t.rank(); ++d) {
+      int64_t r = (*repeats)[d];
+      if (r < 0) {
+        return nodeError(node, index, "repeats must not be negative");
+      }
+      split.insert(split.end(), {1, t.dim(d)});
+      expanded.insert(expanded.end(), {r, t.dim(d)});
+      out.push_back(r * t.dim(d));
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        Op * a, addTypedOp("Reshape", {operands[0], constInts(split, name)},
+                           {}, name, ""));
+    COMPILER_ASSIGN_OR_RETURN(
+        Op * b, addTypedOp("Expand", {a->result(), constInts(expanded, name)},
+                           {}, name, ""));
+    COMPILER_ASSIGN_OR_RETURN(
+        Op * c, addTypedOp("Reshape", {b->result(), constInts(out, name)}, {},
+                           name, node.output(0)));
+    return defineOutput(node, index, c->result());
+  }
+
   // DepthToSpace and SpaceToDepth on [N, C, H, W] with blocksize b, as the
   // ONNX definitions write them: a reshape to 6-D, a transpose, a reshape
   // back to 4-D. Needs a static input shape.
@@ -1843,6 +2005,12 @@ private:
                opType == "Mish" || opType == "GlobalMaxPool" ||
                opType == "Hardmax") {
       return importComposite(node, index, operands, attrs);
+    } else if (opType == "Range") {
+      return importRange(node, index, operands);
+    } else if (opType == "EyeLike") {
+      return importEyeLike(node, index, operands, attrs);
+    } else if (opType == "Tile") {
+      return importTile(node, index, operands);
     } else if (opType == "Size") {
       return importSize(node, index, operands);
     } else if (opType == "DepthToSpace" || opType == "SpaceToDepth") {
