@@ -51,6 +51,7 @@ constexpr OpInfo kOps[] = {
     {OpKind::LessOrEqual, "LessOrEqual", 2, 2, 1, 1, TC::Numeric, r::compare, true},
     {OpKind::GreaterOrEqual, "GreaterOrEqual", 2, 2, 1, 1, TC::Numeric, r::compare, true},
     {OpKind::Where, "Where", 3, 3, 1, 1, TC::Any, r::where, true},
+    {OpKind::BitShift, "BitShift", 2, 2, 1, 1, TC::Numeric, r::bitShift, true},
     {OpKind::Max, "Max", 1, -1, 1, 1, TC::Numeric, r::variadic, true},
     {OpKind::Min, "Min", 1, -1, 1, 1, TC::Numeric, r::variadic, true},
     {OpKind::And, "And", 2, 2, 1, 1, TC::Bool, r::broadcast, true},

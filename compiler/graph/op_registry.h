@@ -21,6 +21,8 @@ enum class OpKind : uint8_t {
   // Elementwise binary / ternary with broadcasting.
   Add, Sub, Mul, Div, Pow, Mod, Equal, Less, Greater, LessOrEqual, GreaterOrEqual,
   Where,
+  // Unsigned integer shifts, attribute direction LEFT or RIGHT.
+  BitShift,
   // Elementwise over any number of operands, with broadcasting (the importer
   // writes ONNX Sum and Mean as chains of Add).
   Max, Min,

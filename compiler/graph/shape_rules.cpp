@@ -1081,6 +1081,20 @@ absl::Status reduce(const Op &op, std::vector<TensorType> &out) {
   return absl::OkStatus();
 }
 
+absl::Status bitShift(const Op &op, std::vector<TensorType> &out) {
+  ElementType et = typeOf(op, 0).elementType();
+  if (et != ElementType::U8 && et != ElementType::U16 &&
+      et != ElementType::U32 && et != ElementType::U64) {
+    return err("shifts unsigned integers only, not " +
+               elementTypeName(et).str());
+  }
+  std::string direction = op.getString("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT") {
+    return err("direction must be LEFT or RIGHT, not '" + direction + "'");
+  }
+  return broadcast(op, out);
+}
+
 absl::Status argMinMax(const Op &op, std::vector<TensorType> &out) {
   const TensorType &x = typeOf(op, 0);
   if (!x.hasRank()) {

@@ -10,6 +10,7 @@ namespace osprey::compiler::graph::rules {
   absl::Status name(const Op &op, std::vector<TensorType> &out);
 OSPREY_SHAPE_RULE(sameAsFirst)
 OSPREY_SHAPE_RULE(broadcast)
+OSPREY_SHAPE_RULE(bitShift) // broadcast, unsigned, direction LEFT or RIGHT
 OSPREY_SHAPE_RULE(compare)
 OSPREY_SHAPE_RULE(where)
 OSPREY_SHAPE_RULE(variadic) // Max, Min: N operands broadcast together

@@ -287,6 +287,8 @@ const char *scalarName(ScalarKind k) {
   case ScalarKind::Select: return "select";
   case ScalarKind::RoundEven: return "roundeven";
   case ScalarKind::AddSat: return "addsat";
+  case ScalarKind::ShiftLeft: return "shl";
+  case ScalarKind::ShiftRight: return "shr";
   case ScalarKind::Requantize: return "requantize";
   default: return "?";
   }

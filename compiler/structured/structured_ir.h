@@ -69,8 +69,10 @@ enum class ScalarKind : uint8_t {
   // Unary. RoundEven: a float rounded to an integral value, ties to even.
   Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Recip, Cast, RoundEven,
   // Binary. AddSat: integer addition saturating to the type's range.
+  // ShiftLeft, ShiftRight: unsigned integer shifts; by the type's width or
+  // more they give 0.
   Add, Sub, Mul, Div, Max, Min, Pow, CmpEq, CmpLt, CmpGt, CmpLe, CmpGe,
-  AddSat,
+  AddSat, ShiftLeft, ShiftRight,
   // Ternary. Requantize(x, multiplier, shift) on i32: docs/npu.md's
   // fixed-point rescale (compiler/graph/quantization.h).
   Select, Requantize,

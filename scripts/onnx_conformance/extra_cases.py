@@ -638,6 +638,32 @@ def cases():
         case.tolerance = 0
         out.append(("EyeLike", case))
 
+    # BitShift over every unsigned type, with shift amounts from 0 to past
+    # the width (those give 0, as numpy's shifts do), broadcast.
+    for dtype in (np.uint8, np.uint16, np.uint32, np.uint64):
+        bits = np.dtype(dtype).itemsize * 8
+        x = np.array([0, 1, 3, 0x5A, np.iinfo(dtype).max], dtype).reshape(-1, 1)
+        amount = np.array([0, 1, 3, bits - 1, bits, bits + 5],
+                          dtype).reshape(1, -1)
+        for direction, fn in (("LEFT", np.left_shift),
+                              ("RIGHT", np.right_shift)):
+            ref = np.where(amount < bits,
+                           fn(x, np.minimum(amount, bits - 1).astype(dtype)),
+                           0).astype(dtype)
+            node = helper.make_node("BitShift", ["x", "s"], ["y"],
+                                    direction=direction)
+            case = _case("osprey_bitshift_%s_%s" % (
+                np.dtype(dtype).name, direction.lower()), node, [x, amount],
+                [ref], opset=11)
+            case.tolerance = 0
+            out.append(("BitShift", case))
+    node = helper.make_node("BitShift", ["x", "s"], ["y"], direction="UP")
+    case = _case("osprey_bitshift_bad_direction", node,
+                 [np.ones(3, np.uint8), np.ones(3, np.uint8)],
+                 [np.ones(3, np.uint8)], opset=11)
+    case.expect_reject = "direction must be LEFT or RIGHT"
+    out.append(("BitShift", case))
+
     out.extend(_typed_cases(rng))
     out.extend(_quantization_cases(rng))
 

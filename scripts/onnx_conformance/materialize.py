@@ -82,7 +82,7 @@ OPS = {
     "OneHot": "onehot", "IsNaN": "isnan", "IsInf": "isinf", "Celu": "celu",
     "Shrink": "shrink", "ThresholdedRelu": "thresholdedrelu",
     "GlobalMaxPool": "globalmaxpool", "Hardmax": "hardmax", "Range": "rangeop",
-    "Tile": "tile", "EyeLike": "eyelike",
+    "Tile": "tile", "EyeLike": "eyelike", "BitShift": "bitshift",
 }
 # Mish (opset 18) has no generator in onnx 1.12: its cases are Osprey's own.
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
@@ -133,7 +133,7 @@ FAMILIES = {
     "matmul": ["Gemm", "MatMul"],
     "arith": ["Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Exp",
               "Log", "Abs", "Neg", "Max", "Min", "Sum", "Mean", "Floor", "Ceil",
-              "Round", "Sign", "Mod"],
+              "Round", "Sign", "Mod", "BitShift"],
     "activation": ["Relu", "LeakyRelu", "Clip", "Sigmoid", "HardSigmoid",
                    "HardSwish", "Tanh", "Erf", "PRelu", "Elu", "Selu",
                    "Softsign", "Softplus", "Celu", "Shrink",

@@ -162,6 +162,9 @@ SK binaryKind(const Op &op) {
     return SK::CmpLe;
   case OpKind::GreaterOrEqual:
     return SK::CmpGe;
+  case OpKind::BitShift:
+    return op.getString("direction", "") == "LEFT" ? SK::ShiftLeft
+                                                   : SK::ShiftRight;
   default:
     return SK::Add;
   }

@@ -47,6 +47,7 @@ constexpr LoweringEntry kLowerings[] = {
     {OpKind::LessOrEqual, lowerBinary},
     {OpKind::GreaterOrEqual, lowerBinary},
     {OpKind::Where, lowerWhere},
+    {OpKind::BitShift, lowerBinary},
     {OpKind::Max, lowerVariadic},
     {OpKind::Min, lowerVariadic},
     {OpKind::And, lowerLogic},

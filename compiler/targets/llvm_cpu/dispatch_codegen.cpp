@@ -1212,6 +1212,21 @@ private:
         }
         v[i] = emitAddSat(b_, a(0), a(1));
         break;
+      case ScalarKind::ShiftLeft:
+      case ScalarKind::ShiftRight: {
+        if (fp || t == ElementType::Bool || signedInt) {
+          return notFor("bit shifts (unsigned integers only)");
+        }
+        unsigned bits = a(0)->getType()->getScalarSizeInBits();
+        llvm::Value *shifted = n.kind == ScalarKind::ShiftLeft
+                                   ? b_.CreateShl(a(0), a(1))
+                                   : b_.CreateLShr(a(0), a(1));
+        // LLVM's shifts by the width or more are poison.
+        v[i] = b_.CreateSelect(
+            b_.CreateICmpULT(a(1), llvm::ConstantInt::get(a(1)->getType(), bits)),
+            shifted, llvm::ConstantInt::get(a(0)->getType(), 0));
+        break;
+      }
       case ScalarKind::Requantize:
         if (argTy[0] != ElementType::I32 || argTy[1] != ElementType::I32 ||
             argTy[2] != ElementType::I32) {
