@@ -664,6 +664,32 @@ def cases():
     case.expect_reject = "direction must be LEFT or RIGHT"
     out.append(("BitShift", case))
 
+    # InstanceNormalization on a 3-D map with a large offset (the centred
+    # variance does not cancel) and a constant channel (variance 0, so
+    # epsilon decides); MeanVarianceNormalization over other axes.
+    x = (rng.randn(2, 3, 4, 5) * 2 + 1000).astype(np.float32)
+    x[1, 2] = 7.0
+    scale = rng.randn(3).astype(np.float32)
+    bias = rng.randn(3).astype(np.float32)
+    x64 = x.astype(np.float64)
+    m = x64.mean(axis=(2, 3), keepdims=True)
+    v = ((x64 - m) ** 2).mean(axis=(2, 3), keepdims=True)
+    ref = ((x64 - m) / np.sqrt(v + 1e-3) * scale.reshape(1, 3, 1, 1) +
+           bias.reshape(1, 3, 1, 1)).astype(np.float32)
+    node = helper.make_node("InstanceNormalization", ["x", "s", "b"], ["y"],
+                            epsilon=1e-3)
+    out.append(("InstanceNormalization", _case(
+        "osprey_instancenorm_offset", node, [x, scale, bias], [ref])))
+    x = rng.randn(2, 3, 4, 5).astype(np.float32)
+    x64 = x.astype(np.float64)
+    m = x64.mean(axis=(1, 3), keepdims=True)
+    v = ((x64 - m) ** 2).mean(axis=(1, 3), keepdims=True)
+    node = helper.make_node("MeanVarianceNormalization", ["x"], ["y"],
+                            axes=[1, 3])
+    out.append(("MeanVarianceNormalization", _case(
+        "osprey_mvn_axes_1_3", node, [x],
+        [((x64 - m) / (np.sqrt(v) + 1e-9)).astype(np.float32)])))
+
     out.extend(_typed_cases(rng))
     out.extend(_quantization_cases(rng))
 

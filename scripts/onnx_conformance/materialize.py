@@ -83,6 +83,8 @@ OPS = {
     "Shrink": "shrink", "ThresholdedRelu": "thresholdedrelu",
     "GlobalMaxPool": "globalmaxpool", "Hardmax": "hardmax", "Range": "rangeop",
     "Tile": "tile", "EyeLike": "eyelike", "BitShift": "bitshift",
+    "InstanceNormalization": "instancenorm",
+    "MeanVarianceNormalization": "meanvariancenormalization",
 }
 # Mish (opset 18) has no generator in onnx 1.12: its cases are Osprey's own.
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
@@ -106,6 +108,7 @@ CONST_INPUTS = {
     "OneHot": {1}, "Range": {0, 1, 2}, "Tile": {1},
     # Dropout's ratio and training_mode: deterministic only when constant.
     "Dropout": {1, 2},
+    "InstanceNormalization": {1, 2},
     # Quantization parameters and weights are compile-time constants; the
     # second matrix of QLinearMatMul and MatMulInteger also runs as a
     # run-time input (activation x activation products).
@@ -139,7 +142,8 @@ FAMILIES = {
                    "Softsign", "Softplus", "Celu", "Shrink",
                    "ThresholdedRelu", "Mish"],
     "norm": ["BatchNormalization", "LayerNormalization", "Softmax",
-             "LogSoftmax", "Hardmax"],
+             "LogSoftmax", "Hardmax", "InstanceNormalization",
+             "MeanVarianceNormalization"],
     "pool": ["MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"],
     "shape": ["Flatten", "Reshape", "Transpose", "Concat", "Split", "Slice",
               "Squeeze", "Unsqueeze", "Gather", "Pad", "Expand", "Shape",

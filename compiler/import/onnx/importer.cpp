@@ -47,14 +47,15 @@ constexpr int64_t kMaxOpset = 21;
 // (GatherElements of the class scores, weights, reductions), OneHot (Where
 // of indices equal to a constant 0..depth-1), the elementwise ops and
 // reductions of importComposite, Range and EyeLike (constants), Tile
-// (Reshape, Expand, Reshape).
+// (Reshape, Expand, Reshape), InstanceNormalization and
+// MeanVarianceNormalization (reductions and elementwise ops).
 const char *const kRewrittenOps[] = {
     "Dropout",      "Sum",          "Mean",     "DepthToSpace",
     "SpaceToDepth", "Size",         "Trilu",    "CastLike",
     "ReduceLogSum", "ReduceLogSumExp", "NegativeLogLikelihoodLoss",
     "SoftmaxCrossEntropyLoss", "OneHot", "IsNaN", "IsInf", "Celu", "Shrink",
     "ThresholdedRelu", "Mish", "GlobalMaxPool", "Hardmax", "Range", "Tile",
-    "EyeLike"};
+    "EyeLike", "InstanceNormalization", "MeanVarianceNormalization"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -1520,6 +1521,100 @@ private:
     return defineOutput(node, index, c->result());
   }
 
+  // InstanceNormalization (per sample and channel over the spatial axes,
+  // then scale[c] and B[c]) and MeanVarianceNormalization (over attribute
+  // axes, default 0, 2, 3): d = x - mean(x), var = mean(d * d) (the
+  // centred form, which does not cancel as E(x^2) - E(x)^2 does), then
+  // d / sqrt(var + epsilon) and d / (sqrt(var) + 1e-9) respectively, as
+  // their definitions add epsilon.
+  absl::Status importNormalization(const onnx::NodeProto &node, int index,
+                                   const std::vector<Value *> &operands,
+                                   const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    const bool instance = node.op_type() == "InstanceNormalization";
+    if (operands.size() != (instance ? 3u : 1u) ||
+        std::count(operands.begin(), operands.end(), nullptr)) {
+      return nodeError(node, index, instance ? "expected 3 operands"
+                                             : "expected 1 operand");
+    }
+    Value *x = operands[0];
+    const TensorType &t = x->type();
+    if (!t.hasRank() || !graph::isFloatType(t.elementType()) || t.rank() < 3) {
+      return nodeError(node, index,
+                       "needs a floating-point input [N, C, spatial...]");
+    }
+    const ElementType et = t.elementType();
+    const int64_t rank = t.rank();
+    std::vector<int64_t> axes;
+    if (instance) {
+      for (int64_t a = 2; a < rank; ++a) {
+        axes.push_back(a);
+      }
+    } else if (auto it = attrs.find("axes"); it != attrs.end()) {
+      if (!it->second.isIntList()) {
+        return nodeError(node, index, "attribute 'axes' must be integers");
+      }
+      axes = it->second.getIntList();
+    } else {
+      axes = {0, 2, 3};
+    }
+    COMPILER_RETURN_IF_ERROR(checkAxes(node, index, axes, rank));
+    double epsilon = 1e-5;
+    if (auto it = attrs.find("epsilon"); it != attrs.end()) {
+      epsilon = it->second.getFloat();
+    }
+    auto op = [&](llvm::StringRef k, std::vector<Value *> in,
+                  std::map<std::string, Attribute> a = {},
+                  bool last = false) -> absl::StatusOr<Value *> {
+      COMPILER_ASSIGN_OR_RETURN(
+          Op * o, addTypedOp(k, std::move(in), std::move(a), name,
+                             last ? node.output(0) : ""));
+      return o->result();
+    };
+    auto mean = [&](Value *v) {
+      return op("ReduceMean", {v, constInts(axes, name)},
+                {{"keepdims", Attribute(int64_t(1))}});
+    };
+    COMPILER_ASSIGN_OR_RETURN(Value * m, mean(x));
+    COMPILER_ASSIGN_OR_RETURN(Value * d, op("Sub", {x, m}));
+    COMPILER_ASSIGN_OR_RETURN(Value * sq, op("Mul", {d, d}));
+    COMPILER_ASSIGN_OR_RETURN(Value * var, mean(sq));
+    Value *out = nullptr;
+    if (!instance) {
+      COMPILER_ASSIGN_OR_RETURN(Value * sd, op("Sqrt", {var}));
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * den, op("Add", {sd, constScalar(et, 1e-9, name)}));
+      COMPILER_ASSIGN_OR_RETURN(out, op("Div", {d, den}, {}, true));
+      return defineOutput(node, index, out);
+    }
+    for (int i = 1; i < 3; ++i) {
+      const TensorType &p = operands[i]->type();
+      if (!p.hasRank() || p.rank() != 1 || p.elementType() != et ||
+          (p.dim(0) != t.dim(1) && t.dim(1) != graph::kDynamic)) {
+        return nodeError(node, index,
+                         std::string(i == 1 ? "scale" : "B") +
+                             " must be a vector of one " +
+                             graph::elementTypeName(et).str() +
+                             " per channel");
+      }
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * shifted, op("Add", {var, constScalar(et, epsilon, name)}));
+    COMPILER_ASSIGN_OR_RETURN(Value * den, op("Sqrt", {shifted}));
+    COMPILER_ASSIGN_OR_RETURN(Value * n, op("Div", {d, den}));
+    std::vector<int64_t> trailing;
+    for (int64_t a = 1; a < rank - 1; ++a) {
+      trailing.push_back(a);
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * scale, op("Unsqueeze", {operands[1], constInts(trailing, name)}));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * bias, op("Unsqueeze", {operands[2], constInts(trailing, name)}));
+    COMPILER_ASSIGN_OR_RETURN(Value * scaled, op("Mul", {n, scale}));
+    COMPILER_ASSIGN_OR_RETURN(out, op("Add", {scaled, bias}, {}, true));
+    return defineOutput(node, index, out);
+  }
+
   // DepthToSpace and SpaceToDepth on [N, C, H, W] with blocksize b, as the
   // ONNX definitions write them: a reshape to 6-D, a transpose, a reshape
   // back to 4-D. Needs a static input shape.
@@ -2011,6 +2106,9 @@ private:
       return importEyeLike(node, index, operands, attrs);
     } else if (opType == "Tile") {
       return importTile(node, index, operands);
+    } else if (opType == "InstanceNormalization" ||
+               opType == "MeanVarianceNormalization") {
+      return importNormalization(node, index, operands, attrs);
     } else if (opType == "Size") {
       return importSize(node, index, operands);
     } else if (opType == "DepthToSpace" || opType == "SpaceToDepth") {
