@@ -690,6 +690,19 @@ def cases():
         "osprey_mvn_axes_1_3", node, [x],
         [((x64 - m) / (np.sqrt(v) + 1e-9)).astype(np.float32)])))
 
+    # LRN with even and odd windows wider than the channel count's edges.
+    x = rng.randn(1, 5, 3, 4).astype(np.float32) * 3
+    for size in (2, 4, 7):
+        sq = np.pad(x.astype(np.float64) ** 2,
+                    [(0, 0), ((size - 1) // 2, size - 1 - (size - 1) // 2),
+                     (0, 0), (0, 0)])
+        s = sum(sq[:, k:k + 5] for k in range(size))
+        ref = (x / (2.0 + 0.5 / size * s) ** 0.6).astype(np.float32)
+        node = helper.make_node("LRN", ["x"], ["y"], size=size, alpha=0.5,
+                                beta=0.6, bias=2.0)
+        out.append(("LRN", _case("osprey_lrn_size%d" % size, node, [x],
+                                 [ref])))
+
     out.extend(_typed_cases(rng))
     out.extend(_quantization_cases(rng))
 

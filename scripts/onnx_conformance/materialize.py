@@ -84,7 +84,7 @@ OPS = {
     "GlobalMaxPool": "globalmaxpool", "Hardmax": "hardmax", "Range": "rangeop",
     "Tile": "tile", "EyeLike": "eyelike", "BitShift": "bitshift",
     "InstanceNormalization": "instancenorm",
-    "MeanVarianceNormalization": "meanvariancenormalization",
+    "MeanVarianceNormalization": "meanvariancenormalization", "LRN": "lrn",
 }
 # Mish (opset 18) has no generator in onnx 1.12: its cases are Osprey's own.
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
@@ -143,7 +143,7 @@ FAMILIES = {
                    "ThresholdedRelu", "Mish"],
     "norm": ["BatchNormalization", "LayerNormalization", "Softmax",
              "LogSoftmax", "Hardmax", "InstanceNormalization",
-             "MeanVarianceNormalization"],
+             "MeanVarianceNormalization", "LRN"],
     "pool": ["MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"],
     "shape": ["Flatten", "Reshape", "Transpose", "Concat", "Split", "Slice",
               "Squeeze", "Unsqueeze", "Gather", "Pad", "Expand", "Shape",

@@ -47,15 +47,16 @@ constexpr int64_t kMaxOpset = 21;
 // (GatherElements of the class scores, weights, reductions), OneHot (Where
 // of indices equal to a constant 0..depth-1), the elementwise ops and
 // reductions of importComposite, Range and EyeLike (constants), Tile
-// (Reshape, Expand, Reshape), InstanceNormalization and
-// MeanVarianceNormalization (reductions and elementwise ops).
+// (Reshape, Expand, Reshape), InstanceNormalization,
+// MeanVarianceNormalization and LRN (reductions, slices and elementwise
+// ops).
 const char *const kRewrittenOps[] = {
     "Dropout",      "Sum",          "Mean",     "DepthToSpace",
     "SpaceToDepth", "Size",         "Trilu",    "CastLike",
     "ReduceLogSum", "ReduceLogSumExp", "NegativeLogLikelihoodLoss",
     "SoftmaxCrossEntropyLoss", "OneHot", "IsNaN", "IsInf", "Celu", "Shrink",
     "ThresholdedRelu", "Mish", "GlobalMaxPool", "Hardmax", "Range", "Tile",
-    "EyeLike", "InstanceNormalization", "MeanVarianceNormalization"};
+    "EyeLike", "InstanceNormalization", "MeanVarianceNormalization", "LRN"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -1615,6 +1616,76 @@ private:
     return defineOutput(node, index, out);
   }
 
+  // LRN: x / (bias + alpha / size * s)^beta with s the sum of x^2 over
+  // channels [c - floor((size - 1) / 2), c + ceil((size - 1) / 2)] inside
+  // the input: the squares padded with zeros along the channels, summed
+  // over size channel slices.
+  absl::Status importLrn(const onnx::NodeProto &node, int index,
+                         const std::vector<Value *> &operands,
+                         const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    if (operands.size() != 1 || !operands[0]) {
+      return nodeError(node, index, "expected 1 operand");
+    }
+    Value *x = operands[0];
+    const TensorType &t = x->type();
+    if (!t.hasStaticShape() || !graph::isFloatType(t.elementType()) ||
+        t.rank() < 3) {
+      return unimplemented(node, index,
+                           "needs a floating-point input [N, C, spatial...] "
+                           "of static shape");
+    }
+    auto it = attrs.find("size");
+    if (it == attrs.end() || !it->second.isInt() || it->second.getInt() < 1) {
+      return nodeError(node, index, "attribute 'size' must be a positive integer");
+    }
+    const int64_t size = it->second.getInt();
+    if (size > 1024) {
+      return unimplemented(node, index, "a window of more than 1024 channels");
+    }
+    auto number = [&](const char *attr, double fallback) {
+      auto a = attrs.find(attr);
+      return a == attrs.end() ? fallback : a->second.getFloat();
+    };
+    const double alpha = number("alpha", 1e-4), beta = number("beta", 0.75),
+                 bias = number("bias", 1.0);
+    const ElementType et = t.elementType();
+    const int64_t rank = t.rank(), channels = t.dim(1);
+    const int64_t before = (size - 1) / 2, after = size - 1 - before;
+    auto op = [&](llvm::StringRef k, std::vector<Value *> in,
+                  bool last = false) -> absl::StatusOr<Value *> {
+      COMPILER_ASSIGN_OR_RETURN(
+          Op * o, addTypedOp(k, std::move(in), {}, name,
+                             last ? node.output(0) : ""));
+      return o->result();
+    };
+    COMPILER_ASSIGN_OR_RETURN(Value * sq, op("Mul", {x, x}));
+    std::vector<int64_t> pads(2 * rank, 0);
+    pads[1] = before;
+    pads[rank + 1] = after;
+    COMPILER_ASSIGN_OR_RETURN(Value * padded, op("Pad", {sq, constInts(pads, name)}));
+    Value *sum = nullptr;
+    for (int64_t k = 0; k < size; ++k) {
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * window,
+          op("Slice", {padded, constInts({k}, name),
+                       constInts({k + channels}, name), constInts({1}, name)}));
+      if (sum) {
+        COMPILER_ASSIGN_OR_RETURN(sum, op("Add", {sum, window}));
+      } else {
+        sum = window;
+      }
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * scaled, op("Mul", {sum, constScalar(et, alpha / double(size), name)}));
+    COMPILER_ASSIGN_OR_RETURN(Value * base,
+                              op("Add", {scaled, constScalar(et, bias, name)}));
+    COMPILER_ASSIGN_OR_RETURN(Value * den,
+                              op("Pow", {base, constScalar(et, beta, name)}));
+    COMPILER_ASSIGN_OR_RETURN(Value * out, op("Div", {x, den}, true));
+    return defineOutput(node, index, out);
+  }
+
   // DepthToSpace and SpaceToDepth on [N, C, H, W] with blocksize b, as the
   // ONNX definitions write them: a reshape to 6-D, a transpose, a reshape
   // back to 4-D. Needs a static input shape.
@@ -2109,6 +2180,8 @@ private:
     } else if (opType == "InstanceNormalization" ||
                opType == "MeanVarianceNormalization") {
       return importNormalization(node, index, operands, attrs);
+    } else if (opType == "LRN") {
+      return importLrn(node, index, operands, attrs);
     } else if (opType == "Size") {
       return importSize(node, index, operands);
     } else if (opType == "DepthToSpace" || opType == "SpaceToDepth") {
