@@ -616,6 +616,19 @@ private:
     return op;
   }
 
+  // One registry op of a node's rewrite, named after the node (|name|);
+  // its result is named |resultName| (the node's output for the last op).
+  absl::StatusOr<Value *> rewriteOp(const std::string &name,
+                                    llvm::StringRef kind,
+                                    std::vector<Value *> operands,
+                                    std::map<std::string, Attribute> attrs = {},
+                                    const std::string &resultName = "") {
+    COMPILER_ASSIGN_OR_RETURN(
+        Op * o, addTypedOp(kind, std::move(operands), std::move(attrs), name,
+                           resultName));
+    return o->result();
+  }
+
   // QuantizeLinear/DequantizeLinear attributes of opsets 19 to 21: saturate
   // only concerns float8 results (integers always saturate), blocked
   // quantization is not implemented, and output_dtype becomes a type name.
@@ -1076,10 +1089,8 @@ private:
     }
     auto op = [&](llvm::StringRef kind, std::vector<Value *> in,
                   std::map<std::string, Attribute> a = {},
-                  const std::string &result = "") -> absl::StatusOr<Value *> {
-      COMPILER_ASSIGN_OR_RETURN(
-          Op * o, addTypedOp(kind, std::move(in), std::move(a), name, result));
-      return o->result();
+                  const std::string &result = "") {
+      return rewriteOp(name, kind, std::move(in), std::move(a), result);
     };
     const ElementType et = xt.elementType();
     if (softmax) {
@@ -1201,10 +1212,8 @@ private:
     axis = axis < 0 ? axis + rank + 1 : axis;
     auto op = [&](llvm::StringRef kind, std::vector<Value *> in,
                   std::map<std::string, Attribute> a = {},
-                  const std::string &result = "") -> absl::StatusOr<Value *> {
-      COMPILER_ASSIGN_OR_RETURN(
-          Op * o, addTypedOp(kind, std::move(in), std::move(a), name, result));
-      return o->result();
+                  const std::string &result = "") {
+      return rewriteOp(name, kind, std::move(in), std::move(a), result);
     };
     const ElementType i64 = ElementType::I64;
     Value *idx = indices;
@@ -1270,19 +1279,16 @@ private:
       }
       return it->second.getFloat();
     };
-    auto op = [&](llvm::StringRef k, std::vector<Value *> in,
+    auto op = [&](llvm::StringRef kind, std::vector<Value *> in,
                   std::map<std::string, Attribute> a = {},
-                  bool last = false) -> absl::StatusOr<Value *> {
-      COMPILER_ASSIGN_OR_RETURN(
-          Op * o, addTypedOp(k, std::move(in), std::move(a), name,
-                             last ? node.output(0) : ""));
-      return o->result();
+                  const std::string &result = "") {
+      return rewriteOp(name, kind, std::move(in), std::move(a), result);
     };
     auto c = [&](double v) { return constScalar(et, v, name); };
     Value *out = nullptr;
     if (kind == "IsNaN") {
       COMPILER_ASSIGN_OR_RETURN(Value * same, op("Equal", {x, x}));
-      COMPILER_ASSIGN_OR_RETURN(out, op("Not", {same}, {}, true));
+      COMPILER_ASSIGN_OR_RETURN(out, op("Not", {same}, {}, node.output(0)));
     } else if (kind == "IsInf") {
       COMPILER_ASSIGN_OR_RETURN(double pos, number("detect_positive", 1));
       COMPILER_ASSIGN_OR_RETURN(double neg, number("detect_negative", 1));
@@ -1291,18 +1297,18 @@ private:
       }
       if (pos != 0 && neg != 0) {
         COMPILER_ASSIGN_OR_RETURN(Value * mag, op("Abs", {x}));
-        COMPILER_ASSIGN_OR_RETURN(out, op("Equal", {mag, c(INFINITY)}, {}, true));
+        COMPILER_ASSIGN_OR_RETURN(out, op("Equal", {mag, c(INFINITY)}, {}, node.output(0)));
       } else if (pos != 0 || neg != 0) {
         COMPILER_ASSIGN_OR_RETURN(
-            out, op("Equal", {x, c(pos != 0 ? INFINITY : -INFINITY)}, {}, true));
+            out, op("Equal", {x, c(pos != 0 ? INFINITY : -INFINITY)}, {}, node.output(0)));
       } else {
         // Nothing is detected: all false (no value is below -inf).
-        COMPILER_ASSIGN_OR_RETURN(out, op("Less", {x, c(-INFINITY)}, {}, true));
+        COMPILER_ASSIGN_OR_RETURN(out, op("Less", {x, c(-INFINITY)}, {}, node.output(0)));
       }
     } else if (kind == "ThresholdedRelu") {
       COMPILER_ASSIGN_OR_RETURN(double alpha, number("alpha", 1.0));
       COMPILER_ASSIGN_OR_RETURN(Value * above, op("Greater", {x, c(alpha)}));
-      COMPILER_ASSIGN_OR_RETURN(out, op("Where", {above, x, c(0)}, {}, true));
+      COMPILER_ASSIGN_OR_RETURN(out, op("Where", {above, x, c(0)}, {}, node.output(0)));
     } else if (kind == "Shrink") {
       COMPILER_ASSIGN_OR_RETURN(double bias, number("bias", 0.0));
       COMPILER_ASSIGN_OR_RETURN(double lambd, number("lambd", 0.5));
@@ -1316,7 +1322,7 @@ private:
       COMPILER_ASSIGN_OR_RETURN(Value * up, op("Add", {x, c(bias)}));
       COMPILER_ASSIGN_OR_RETURN(Value * down, op("Sub", {x, c(bias)}));
       COMPILER_ASSIGN_OR_RETURN(Value * mid, op("Where", {high, down, c(0)}));
-      COMPILER_ASSIGN_OR_RETURN(out, op("Where", {low, up, mid}, {}, true));
+      COMPILER_ASSIGN_OR_RETURN(out, op("Where", {low, up, mid}, {}, node.output(0)));
     } else if (kind == "Celu") {
       COMPILER_ASSIGN_OR_RETURN(double alpha, number("alpha", 1.0));
       if (alpha == 0) {
@@ -1326,11 +1332,11 @@ private:
       COMPILER_ASSIGN_OR_RETURN(Value * elu, op("Elu", {scaled}));
       COMPILER_ASSIGN_OR_RETURN(Value * neg, op("Mul", {elu, c(alpha)}));
       COMPILER_ASSIGN_OR_RETURN(Value * pos, op("Greater", {x, c(0)}));
-      COMPILER_ASSIGN_OR_RETURN(out, op("Where", {pos, x, neg}, {}, true));
+      COMPILER_ASSIGN_OR_RETURN(out, op("Where", {pos, x, neg}, {}, node.output(0)));
     } else if (kind == "Mish") {
       COMPILER_ASSIGN_OR_RETURN(Value * sp, op("Softplus", {x}));
       COMPILER_ASSIGN_OR_RETURN(Value * t, op("Tanh", {sp}));
-      COMPILER_ASSIGN_OR_RETURN(out, op("Mul", {x, t}, {}, true));
+      COMPILER_ASSIGN_OR_RETURN(out, op("Mul", {x, t}, {}, node.output(0)));
     } else if (kind == "GlobalMaxPool") {
       if (!type.hasRank() || type.rank() < 3) {
         return nodeError(node, index, "needs an input [N, C, spatial...]");
@@ -1341,7 +1347,7 @@ private:
       }
       COMPILER_ASSIGN_OR_RETURN(
           out, op("ReduceMax", {x, constInts(axes, name)},
-                  {{"keepdims", Attribute(int64_t(1))}}, true));
+                  {{"keepdims", Attribute(int64_t(1))}}, node.output(0)));
     } else { // Hardmax
       if (!type.hasRank() || type.rank() == 0) {
         return nodeError(node, index, "needs an input of known rank >= 1");
@@ -1378,7 +1384,7 @@ private:
       COMPILER_ASSIGN_OR_RETURN(Value * hot, op("Equal", {at, iota->result()}));
       // The index (extent 1 on the axis) against 0..D-1 (extent 1 on the
       // others) broadcasts to the input's shape.
-      COMPILER_ASSIGN_OR_RETURN(out, op("Where", {hot, c(1), c(0)}, {}, true));
+      COMPILER_ASSIGN_OR_RETURN(out, op("Where", {hot, c(1), c(0)}, {}, node.output(0)));
     }
     return defineOutput(node, index, out);
   }
@@ -1564,13 +1570,10 @@ private:
     if (auto it = attrs.find("epsilon"); it != attrs.end()) {
       epsilon = it->second.getFloat();
     }
-    auto op = [&](llvm::StringRef k, std::vector<Value *> in,
+    auto op = [&](llvm::StringRef kind, std::vector<Value *> in,
                   std::map<std::string, Attribute> a = {},
-                  bool last = false) -> absl::StatusOr<Value *> {
-      COMPILER_ASSIGN_OR_RETURN(
-          Op * o, addTypedOp(k, std::move(in), std::move(a), name,
-                             last ? node.output(0) : ""));
-      return o->result();
+                  const std::string &result = "") {
+      return rewriteOp(name, kind, std::move(in), std::move(a), result);
     };
     auto mean = [&](Value *v) {
       return op("ReduceMean", {v, constInts(axes, name)},
@@ -1585,7 +1588,7 @@ private:
       COMPILER_ASSIGN_OR_RETURN(Value * sd, op("Sqrt", {var}));
       COMPILER_ASSIGN_OR_RETURN(
           Value * den, op("Add", {sd, constScalar(et, 1e-9, name)}));
-      COMPILER_ASSIGN_OR_RETURN(out, op("Div", {d, den}, {}, true));
+      COMPILER_ASSIGN_OR_RETURN(out, op("Div", {d, den}, {}, node.output(0)));
       return defineOutput(node, index, out);
     }
     for (int i = 1; i < 3; ++i) {
@@ -1612,7 +1615,7 @@ private:
     COMPILER_ASSIGN_OR_RETURN(
         Value * bias, op("Unsqueeze", {operands[2], constInts(trailing, name)}));
     COMPILER_ASSIGN_OR_RETURN(Value * scaled, op("Mul", {n, scale}));
-    COMPILER_ASSIGN_OR_RETURN(out, op("Add", {scaled, bias}, {}, true));
+    COMPILER_ASSIGN_OR_RETURN(out, op("Add", {scaled, bias}, {}, node.output(0)));
     return defineOutput(node, index, out);
   }
 
@@ -1652,12 +1655,10 @@ private:
     const ElementType et = t.elementType();
     const int64_t rank = t.rank(), channels = t.dim(1);
     const int64_t before = (size - 1) / 2, after = size - 1 - before;
-    auto op = [&](llvm::StringRef k, std::vector<Value *> in,
-                  bool last = false) -> absl::StatusOr<Value *> {
-      COMPILER_ASSIGN_OR_RETURN(
-          Op * o, addTypedOp(k, std::move(in), {}, name,
-                             last ? node.output(0) : ""));
-      return o->result();
+    auto op = [&](llvm::StringRef kind, std::vector<Value *> in,
+                  std::map<std::string, Attribute> a = {},
+                  const std::string &result = "") {
+      return rewriteOp(name, kind, std::move(in), std::move(a), result);
     };
     COMPILER_ASSIGN_OR_RETURN(Value * sq, op("Mul", {x, x}));
     std::vector<int64_t> pads(2 * rank, 0);
@@ -1682,7 +1683,7 @@ private:
                               op("Add", {scaled, constScalar(et, bias, name)}));
     COMPILER_ASSIGN_OR_RETURN(Value * den,
                               op("Pow", {base, constScalar(et, beta, name)}));
-    COMPILER_ASSIGN_OR_RETURN(Value * out, op("Div", {x, den}, true));
+    COMPILER_ASSIGN_OR_RETURN(Value * out, op("Div", {x, den}, {}, node.output(0)));
     return defineOutput(node, index, out);
   }
 
