@@ -629,6 +629,38 @@ private:
     return o->result();
   }
 
+  // The int64 constant 0..extent-1 along |axis| of a rank-|rank| shape
+  // (extent 1 on the other axes), to compare indices with.
+  Value *constPositions(int64_t extent, int64_t rank, int64_t axis,
+                        const std::string &name) {
+    std::vector<int64_t> positions(extent), shape(rank, 1);
+    for (int64_t i = 0; i < extent; ++i) {
+      positions[i] = i;
+    }
+    shape[axis] = extent;
+    Op *c = graph_->createConstant(
+        TensorType::ranked(ElementType::I64, shape),
+        DenseData::fromInt64s(ElementType::I64, positions));
+    c->setNodeName(name);
+    return c->result();
+  }
+
+  // Numeric attribute |attr| of |node| (an int reads as a number), or
+  // |fallback| when absent; another kind is an error naming the node.
+  absl::StatusOr<double> numberAttr(const onnx::NodeProto &node, int index,
+                                    const std::map<std::string, Attribute> &attrs,
+                                    const char *attr, double fallback) {
+    auto it = attrs.find(attr);
+    if (it == attrs.end()) {
+      return fallback;
+    }
+    if (!it->second.isFloat() && !it->second.isInt()) {
+      return nodeError(node, index,
+                       std::string("attribute '") + attr + "' must be a number");
+    }
+    return it->second.getFloat();
+  }
+
   // QuantizeLinear/DequantizeLinear attributes of opsets 19 to 21: saturate
   // only concerns float8 results (integers always saturate), blocked
   // quantization is not implemented, and output_dtype becomes a type name.
@@ -1229,15 +1261,9 @@ private:
     COMPILER_ASSIGN_OR_RETURN(idx, op("Where", {negative, fromEnd, idx}));
     COMPILER_ASSIGN_OR_RETURN(idx,
                               op("Unsqueeze", {idx, constInts({axis}, name)}));
-    std::vector<int64_t> positions(depth), shape(rank + 1, 1);
-    for (int64_t i = 0; i < depth; ++i) {
-      positions[i] = i;
-    }
-    shape[axis] = depth;
-    Op *iota = graph_->createConstant(TensorType::ranked(i64, shape),
-                                      DenseData::fromInt64s(i64, positions));
-    iota->setNodeName(name);
-    COMPILER_ASSIGN_OR_RETURN(Value * hot, op("Equal", {idx, iota->result()}));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * hot,
+        op("Equal", {idx, constPositions(depth, rank + 1, axis, name)}));
     COMPILER_ASSIGN_OR_RETURN(
         Value * off, op("Gather", {values, constScalar(i64, 0, name)}));
     COMPILER_ASSIGN_OR_RETURN(
@@ -1268,16 +1294,8 @@ private:
     Value *x = operands[0];
     const TensorType &type = x->type();
     const ElementType et = type.elementType();
-    auto number = [&](const char *attr, double fallback) -> absl::StatusOr<double> {
-      auto it = attrs.find(attr);
-      if (it == attrs.end()) {
-        return fallback;
-      }
-      if (!it->second.isFloat() && !it->second.isInt()) {
-        return nodeError(node, index,
-                         std::string("attribute '") + attr + "' must be a number");
-      }
-      return it->second.getFloat();
+    auto number = [&](const char *attr, double fallback) {
+      return numberAttr(node, index, attrs, attr, fallback);
     };
     auto op = [&](llvm::StringRef kind, std::vector<Value *> in,
                   std::map<std::string, Attribute> a = {},
@@ -1372,16 +1390,10 @@ private:
           Value * at, op("ArgMax", {x},
                          {{"axis", Attribute(axis)},
                           {"keepdims", Attribute(int64_t(1))}}));
-      std::vector<int64_t> positions(type.dim(axis)), shape(type.rank(), 1);
-      for (int64_t i = 0; i < type.dim(axis); ++i) {
-        positions[i] = i;
-      }
-      shape[axis] = type.dim(axis);
-      Op *iota = graph_->createConstant(
-          TensorType::ranked(ElementType::I64, shape),
-          DenseData::fromInt64s(ElementType::I64, positions));
-      iota->setNodeName(name);
-      COMPILER_ASSIGN_OR_RETURN(Value * hot, op("Equal", {at, iota->result()}));
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * hot,
+          op("Equal",
+             {at, constPositions(type.dim(axis), type.rank(), axis, name)}));
       // The index (extent 1 on the axis) against 0..D-1 (extent 1 on the
       // others) broadcasts to the input's shape.
       COMPILER_ASSIGN_OR_RETURN(out, op("Where", {hot, c(1), c(0)}, {}, node.output(0)));
@@ -1566,10 +1578,8 @@ private:
       axes = {0, 2, 3};
     }
     COMPILER_RETURN_IF_ERROR(checkAxes(node, index, axes, rank));
-    double epsilon = 1e-5;
-    if (auto it = attrs.find("epsilon"); it != attrs.end()) {
-      epsilon = it->second.getFloat();
-    }
+    COMPILER_ASSIGN_OR_RETURN(double epsilon,
+                              numberAttr(node, index, attrs, "epsilon", 1e-5));
     auto op = [&](llvm::StringRef kind, std::vector<Value *> in,
                   std::map<std::string, Attribute> a = {},
                   const std::string &result = "") {
@@ -1646,12 +1656,12 @@ private:
     if (size > 1024) {
       return unimplemented(node, index, "a window of more than 1024 channels");
     }
-    auto number = [&](const char *attr, double fallback) {
-      auto a = attrs.find(attr);
-      return a == attrs.end() ? fallback : a->second.getFloat();
-    };
-    const double alpha = number("alpha", 1e-4), beta = number("beta", 0.75),
-                 bias = number("bias", 1.0);
+    COMPILER_ASSIGN_OR_RETURN(double alpha,
+                              numberAttr(node, index, attrs, "alpha", 1e-4));
+    COMPILER_ASSIGN_OR_RETURN(double beta,
+                              numberAttr(node, index, attrs, "beta", 0.75));
+    COMPILER_ASSIGN_OR_RETURN(double bias,
+                              numberAttr(node, index, attrs, "bias", 1.0));
     const ElementType et = t.elementType();
     const int64_t rank = t.rank(), channels = t.dim(1);
     const int64_t before = (size - 1) / 2, after = size - 1 - before;
