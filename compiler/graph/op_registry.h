@@ -18,6 +18,7 @@ enum class OpKind : uint8_t {
   // Elementwise unary.
   Relu, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Erf, Gelu, Sqrt,
   Reciprocal, Exp, Log, Abs, Neg, Identity, Clip, Cast, Floor, Ceil, Round, Sign,
+  Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
   // Elementwise binary / ternary with broadcasting.
   Add, Sub, Mul, Div, Pow, Mod, Equal, Less, Greater, LessOrEqual, GreaterOrEqual,
   Where,

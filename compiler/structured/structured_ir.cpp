@@ -269,6 +269,15 @@ const char *scalarName(ScalarKind k) {
   case ScalarKind::Rsqrt: return "rsqrt";
   case ScalarKind::Tanh: return "tanh";
   case ScalarKind::Erf: return "erf";
+  case ScalarKind::Sin: return "sin";
+  case ScalarKind::Cos: return "cos";
+  case ScalarKind::Tan: return "tan";
+  case ScalarKind::Atan: return "atan";
+  case ScalarKind::Sinh: return "sinh";
+  case ScalarKind::Cosh: return "cosh";
+  case ScalarKind::Asinh: return "asinh";
+  case ScalarKind::Acosh: return "acosh";
+  case ScalarKind::Atanh: return "atanh";
   case ScalarKind::Sigmoid: return "sigmoid";
   case ScalarKind::Recip: return "recip";
   case ScalarKind::Cast: return "cast";

@@ -68,6 +68,7 @@ enum class ScalarKind : uint8_t {
   Const,
   // Unary. RoundEven: a float rounded to an integral value, ties to even.
   Neg, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Recip, Cast, RoundEven,
+  Sin, Cos, Tan, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
   // Binary. AddSat: integer addition saturating to the type's range.
   // ShiftLeft, ShiftRight: unsigned integer shifts; by the type's width or
   // more they give 0.

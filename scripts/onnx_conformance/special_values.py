@@ -88,6 +88,18 @@ def _unary_refs():
             v < -1.5, v + 0.5, np.where(v > 1.5, v - 0.5, 0.0))),
         "ThresholdedRelu": ({"alpha": 2.0},
                             lambda v: np.where(v > 2.0, v, 0.0)),
+        # Arguments up to 3e38 take the full range reduction.
+        "Sin": ({}, np.sin),
+        "Cos": ({}, np.cos),
+        "Tan": ({}, np.tan),
+        "Asin": ({}, np.arcsin),
+        "Acos": ({}, np.arccos),
+        "Atan": ({}, np.arctan),
+        "Sinh": ({}, np.sinh),
+        "Cosh": ({}, np.cosh),
+        "Asinh": ({}, np.arcsinh),
+        "Acosh": ({}, np.arccosh),
+        "Atanh": ({}, np.arctanh),
     }
 
 

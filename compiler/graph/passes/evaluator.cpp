@@ -74,6 +74,28 @@ double applyUnary(const Op &op, double x) {
     return std::nearbyint(x); // the default mode: to nearest, ties to even
   case OpKind::Sign:
     return x > 0 ? 1.0 : x < 0 ? -1.0 : x - x;
+  case OpKind::Sin:
+    return std::sin(x);
+  case OpKind::Cos:
+    return std::cos(x);
+  case OpKind::Tan:
+    return std::tan(x);
+  case OpKind::Asin:
+    return std::asin(x);
+  case OpKind::Acos:
+    return std::acos(x);
+  case OpKind::Atan:
+    return std::atan(x);
+  case OpKind::Sinh:
+    return std::sinh(x);
+  case OpKind::Cosh:
+    return std::cosh(x);
+  case OpKind::Asinh:
+    return std::asinh(x);
+  case OpKind::Acosh:
+    return std::acosh(x);
+  case OpKind::Atanh:
+    return std::atanh(x);
   default:
     return x; // Identity, Cast
   }
@@ -98,6 +120,17 @@ bool isUnary(OpKind k) {
   case OpKind::Ceil:
   case OpKind::Round:
   case OpKind::Sign:
+  case OpKind::Sin:
+  case OpKind::Cos:
+  case OpKind::Tan:
+  case OpKind::Asin:
+  case OpKind::Acos:
+  case OpKind::Atan:
+  case OpKind::Sinh:
+  case OpKind::Cosh:
+  case OpKind::Asinh:
+  case OpKind::Acosh:
+  case OpKind::Atanh:
   case OpKind::Identity:
   case OpKind::Cast:
     return true;

@@ -68,6 +68,53 @@ ScalarBody unaryBody(const Op &op) {
   case OpKind::Log:
     r = b.unary(SK::Log, x);
     break;
+  case OpKind::Sin:
+    r = b.unary(SK::Sin, x);
+    break;
+  case OpKind::Cos:
+    r = b.unary(SK::Cos, x);
+    break;
+  case OpKind::Tan:
+    r = b.unary(SK::Tan, x);
+    break;
+  case OpKind::Atan:
+    r = b.unary(SK::Atan, x);
+    break;
+  // asin x = atan(x / sqrt((1 - x)(1 + x))) and
+  // acos x = 2 atan(sqrt((1 - x) / (1 + x))): no cancellation near +-1
+  // (1 -+ x is exact there), +-pi/2 and pi at the ends through atan(+-inf),
+  // NaN outside [-1, 1] from the square root of a negative number.
+  case OpKind::Asin: {
+    unsigned below = b.binary(SK::Sub, c(1), x);
+    unsigned above = b.binary(SK::Add, c(1), x);
+    r = b.unary(SK::Atan,
+                b.binary(SK::Div, x,
+                         b.unary(SK::Sqrt, b.binary(SK::Mul, below, above))));
+    break;
+  }
+  case OpKind::Acos: {
+    unsigned below = b.binary(SK::Sub, c(1), x);
+    unsigned above = b.binary(SK::Add, c(1), x);
+    r = b.binary(SK::Mul, c(2),
+                 b.unary(SK::Atan, b.unary(SK::Sqrt, b.binary(SK::Div, below,
+                                                              above))));
+    break;
+  }
+  case OpKind::Sinh:
+    r = b.unary(SK::Sinh, x);
+    break;
+  case OpKind::Cosh:
+    r = b.unary(SK::Cosh, x);
+    break;
+  case OpKind::Asinh:
+    r = b.unary(SK::Asinh, x);
+    break;
+  case OpKind::Acosh:
+    r = b.unary(SK::Acosh, x);
+    break;
+  case OpKind::Atanh:
+    r = b.unary(SK::Atanh, x);
+    break;
   case OpKind::Abs:
     r = b.unary(SK::Abs, x);
     break;

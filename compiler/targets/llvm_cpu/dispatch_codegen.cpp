@@ -77,6 +77,27 @@ bool isCodegenType(ElementType t) {
   return t != ElementType::F16 && t != ElementType::BF16;
 }
 
+// The inline expansion (math.h) of a transcendental scalar kind on f32.
+llvm::Value *emitTranscendental(llvm::IRBuilder<> &b, ScalarKind kind,
+                                llvm::Value *x) {
+  switch (kind) {
+  case ScalarKind::Exp: return emitExp(b, x);
+  case ScalarKind::Log: return emitLog(b, x);
+  case ScalarKind::Tanh: return emitTanh(b, x);
+  case ScalarKind::Erf: return emitErf(b, x);
+  case ScalarKind::Sigmoid: return emitSigmoid(b, x);
+  case ScalarKind::Sin: return emitSin(b, x);
+  case ScalarKind::Cos: return emitCos(b, x);
+  case ScalarKind::Tan: return emitTan(b, x);
+  case ScalarKind::Atan: return emitAtan(b, x);
+  case ScalarKind::Sinh: return emitSinh(b, x);
+  case ScalarKind::Cosh: return emitCosh(b, x);
+  case ScalarKind::Asinh: return emitAsinh(b, x);
+  case ScalarKind::Acosh: return emitAcosh(b, x);
+  default: return emitAtanh(b, x);
+  }
+}
+
 class RegionEmitter {
 public:
   RegionEmitter(const DispatchProgram &p, const DispatchRegion &r,
@@ -1073,14 +1094,19 @@ private:
       case ScalarKind::Tanh:
       case ScalarKind::Erf:
       case ScalarKind::Sigmoid:
+      case ScalarKind::Sin:
+      case ScalarKind::Cos:
+      case ScalarKind::Tan:
+      case ScalarKind::Atan:
+      case ScalarKind::Sinh:
+      case ScalarKind::Cosh:
+      case ScalarKind::Asinh:
+      case ScalarKind::Acosh:
+      case ScalarKind::Atanh:
         if (!f32Only) {
           return notFor("a transcendental function");
         }
-        v[i] = n.kind == ScalarKind::Exp    ? emitExp(b_, a(0))
-               : n.kind == ScalarKind::Log  ? emitLog(b_, a(0))
-               : n.kind == ScalarKind::Tanh ? emitTanh(b_, a(0))
-               : n.kind == ScalarKind::Erf  ? emitErf(b_, a(0))
-                                            : emitSigmoid(b_, a(0));
+        v[i] = emitTranscendental(b_, n.kind, a(0));
         break;
       case ScalarKind::Sqrt:
       case ScalarKind::Rsqrt:

@@ -2,6 +2,8 @@
 #include "compiler/targets/llvm_cpu/math.h"
 
 #include <cmath>
+#include <cstdint>
+#include <iterator>
 
 namespace osprey::compiler::llvm_cpu {
 namespace {
@@ -114,6 +116,145 @@ llvm::Value *expClamped(llvm::IRBuilder<> &b, llvm::Value *x, double lo,
 // reciprocal estimate would turn an infinity into NaN.
 llvm::Value *expFinite(llvm::IRBuilder<> &b, llvm::Value *x) {
   return expClamped(b, x, -86.64, 88.72283, /*wide=*/false);
+}
+
+llvm::Value *bitsOf(llvm::IRBuilder<> &b, llvm::Value *v) {
+  return b.CreateBitCast(v, b.getInt32Ty());
+}
+
+llvm::Value *fromBits(llvm::IRBuilder<> &b, llvm::Value *v) {
+  return b.CreateBitCast(v, b.getFloatTy());
+}
+
+// |y| with the sign bit of |x| (-0 and NaN keep theirs).
+llvm::Value *withSignOf(llvm::IRBuilder<> &b, llvm::Value *y, llvm::Value *x) {
+  return fromBits(
+      b, b.CreateOr(b.CreateAnd(bitsOf(b, y), b.getInt32(0x7fffffff)),
+                    b.CreateAnd(bitsOf(b, x), b.getInt32(0x80000000u))));
+}
+
+// y with its sign flipped where |x|'s sign bit is set.
+llvm::Value *timesSignOf(llvm::IRBuilder<> &b, llvm::Value *y,
+                         llvm::Value *x) {
+  return fromBits(
+      b, b.CreateXor(bitsOf(b, y),
+                     b.CreateAnd(bitsOf(b, x), b.getInt32(0x80000000u))));
+}
+
+// log(1 + u) without the cancellation of forming 1 + u for small u: the
+// rounding of w = 1 + u is undone by the factor u / (w - 1).
+llvm::Value *log1p(llvm::IRBuilder<> &b, llvm::Value *u) {
+  llvm::Value *w = b.CreateFAdd(f(b, 1.0), u);
+  llvm::Value *d = b.CreateFSub(w, f(b, 1.0));
+  llvm::Value *y =
+      b.CreateFMul(emitLog(b, w), b.CreateFDiv(u, d)); // d == 0: not used
+  y = b.CreateSelect(b.CreateFCmpOEQ(d, f(b, 0.0)), u, y);
+  return b.CreateSelect(b.CreateFCmpOEQ(u, f(b, INFINITY)), u, y);
+}
+
+// The bits of 2/pi after the binary point, 32 to a word, after a zero word
+// (the bits above the point).
+constexpr uint32_t kTwoOverPiWords[] = {
+    0,          0xa2f9836e, 0x4e441529, 0xfc2757d1, 0xf534ddc0,
+    0xdb629599, 0x3c439041, 0xfe5163ab, 0xdebbc561};
+
+// |x| = q * pi/2 + r (modulo 2 pi) for |ax| = |x|, with q in 0..3 (i32)
+// and |r| <= pi/4. ax = m * 2^s with m the 24-bit mantissa; x * 2/pi
+// modulo 4 is m times (2^s * 2/pi modulo 4), whose 96 bits from weight 2
+// down are read from the table at bit s + 30 (the bits above weight 2 only
+// add multiples of 4). The 24 x 96-bit product, modulo 2^64, holds the
+// quadrant in its top two bits and r / (pi/2) in the other 62 (error below
+// 2^-70): exact reduction for every float, with integer operations only.
+struct Quadrant {
+  llvm::Value *r;
+  llvm::Value *q;
+};
+
+Quadrant reduceQuadrant(llvm::IRBuilder<> &b, llvm::Value *ax) {
+  llvm::Type *i32 = b.getInt32Ty(), *i64 = b.getInt64Ty();
+  llvm::Value *bits = bitsOf(b, ax);
+  llvm::Value *e = b.CreateSub(b.CreateLShr(bits, 23), b.getInt32(127));
+  // |x| <= pi/4 takes no reduction; clamping keeps the other exponents'
+  // table reads in range (infinities and NaN are replaced by the callers).
+  e = b.CreateSelect(b.CreateICmpSLT(e, b.getInt32(-7)), b.getInt32(-7), e);
+  e = b.CreateSelect(b.CreateICmpSGT(e, b.getInt32(127)), b.getInt32(127), e);
+  llvm::Value *m = b.CreateZExt(
+      b.CreateOr(b.CreateAnd(bits, b.getInt32(0x7fffff)), b.getInt32(0x800000)),
+      i64);
+  llvm::Value *start = b.CreateAdd(e, b.getInt32(7)); // s + 30, s = e - 23
+  llvm::Value *w = b.CreateLShr(start, 5);
+  llvm::Value *sh = b.CreateZExt(b.CreateAnd(start, b.getInt32(31)), i64);
+  auto word = [&](unsigned k) {
+    llvm::Value *index = b.CreateAdd(w, b.getInt32(k));
+    llvm::Value *v = b.getInt32(0);
+    for (unsigned j = 1; j < std::size(kTwoOverPiWords); ++j) {
+      v = b.CreateSelect(b.CreateICmpEQ(index, b.getInt32(j)),
+                         b.getInt32(kTwoOverPiWords[j]), v);
+    }
+    return b.CreateZExt(v, i64);
+  };
+  llvm::Value *w0 = word(0), *w1 = word(1), *w2 = word(2), *w3 = word(3);
+  auto pair = [&](llvm::Value *hi, llvm::Value *lo) {
+    return b.CreateOr(b.CreateShl(hi, 32), lo);
+  };
+  llvm::Value *t = b.CreateOr(
+      b.CreateShl(pair(w0, w1), sh),
+      b.CreateLShr(pair(w1, w2), b.CreateSub(b.getInt64(32), sh)));
+  llvm::Value *tNext = b.CreateLShr(b.CreateShl(pair(w2, w3), sh), 32);
+  llvm::Value *p = b.CreateAdd(b.CreateMul(m, t),
+                               b.CreateLShr(b.CreateMul(m, tNext), 32));
+  // The fraction centred on the nearest quadrant, in [-2^61, 2^61).
+  llvm::Value *frac = b.CreateAShr(b.CreateShl(p, 2), 2);
+  llvm::Value *q = b.CreateTrunc(b.CreateLShr(b.CreateSub(p, frac), 62), i32);
+  llvm::Value *hi = b.CreateTrunc(b.CreateAShr(frac, 32), i32);
+  llvm::Value *lo = b.CreateTrunc(frac, i32);
+  llvm::Value *fr = b.CreateFAdd(
+      b.CreateFMul(b.CreateSIToFP(hi, b.getFloatTy()), f(b, 0x1p-30)),
+      b.CreateFMul(b.CreateUIToFP(lo, b.getFloatTy()), f(b, 0x1p-62)));
+  // r = fr * pi/2, with pi/2 as a float and its remainder.
+  constexpr float kHalfPi = 1.57079637f;
+  llvm::Value *r = mulAdd(b, fr, f(b, kHalfPi),
+                          b.CreateFMul(fr, f(b, M_PI_2 - double(kHalfPi))));
+  llvm::Value *small = b.CreateFCmpOLE(ax, f(b, M_PI_4));
+  return {b.CreateSelect(small, ax, r),
+          b.CreateSelect(small, b.getInt32(0), q)};
+}
+
+// sin and cos on [-pi/4, pi/4] (Cephes's minimax coefficients).
+llvm::Value *sinKernel(llvm::IRBuilder<> &b, llvm::Value *r) {
+  llvm::Value *z = b.CreateFMul(r, r);
+  return mulAdd(b, b.CreateFMul(r, z),
+                poly(b, z, {-1.6666654611e-1, 8.3321608736e-3,
+                            -1.9515295891e-4}),
+                r);
+}
+
+llvm::Value *cosKernel(llvm::IRBuilder<> &b, llvm::Value *r) {
+  llvm::Value *z = b.CreateFMul(r, r);
+  llvm::Value *tail = b.CreateFMul(
+      b.CreateFMul(z, z),
+      poly(b, z, {4.166664568298827e-2, -1.388731625493765e-3,
+                  2.443315711809948e-5}));
+  return b.CreateFAdd(mulAdd(b, z, f(b, -0.5), f(b, 1.0)), tail);
+}
+
+// sin (|cosine| false) or cos of x.
+llvm::Value *sinOrCos(llvm::IRBuilder<> &b, llvm::Value *x, bool cosine) {
+  llvm::Value *ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  Quadrant qr = reduceQuadrant(b, ax);
+  llvm::Value *odd = b.CreateTrunc(qr.q, b.getInt1Ty());
+  llvm::Value *s = sinKernel(b, qr.r), *c = cosKernel(b, qr.r);
+  // sin(q pi/2 + r) is sin r, cos r, -sin r, -cos r for q = 0..3; cos is
+  // the same one quadrant on.
+  llvm::Value *q = cosine ? b.CreateAdd(qr.q, b.getInt32(1)) : qr.q;
+  llvm::Value *y = b.CreateSelect(odd, cosine ? s : c, cosine ? c : s);
+  llvm::Value *negative =
+      b.CreateICmpNE(b.CreateAnd(q, b.getInt32(2)), b.getInt32(0));
+  y = b.CreateSelect(negative, b.CreateFNeg(y), y);
+  if (!cosine) {
+    y = timesSignOf(b, y, x); // sin is odd
+  }
+  return b.CreateSelect(b.CreateFCmpUGE(ax, f(b, INFINITY)), f(b, NAN), y);
 }
 
 } // namespace
@@ -238,6 +379,114 @@ llvm::Value *emitErf(llvm::IRBuilder<> &b, llvm::Value *x) {
       f(b, 1.0),
       b.CreateFMul(p, expFinite(b, b.CreateFNeg(b.CreateFMul(ax, ax)))));
   return b.CreateSelect(neg, b.CreateFNeg(y), y);
+}
+
+llvm::Value *emitSin(llvm::IRBuilder<> &b, llvm::Value *x) {
+  return sinOrCos(b, x, /*cosine=*/false);
+}
+
+llvm::Value *emitCos(llvm::IRBuilder<> &b, llvm::Value *x) {
+  return sinOrCos(b, x, /*cosine=*/true);
+}
+
+llvm::Value *emitTan(llvm::IRBuilder<> &b, llvm::Value *x) {
+  llvm::Value *ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  Quadrant qr = reduceQuadrant(b, ax);
+  llvm::Value *odd = b.CreateTrunc(qr.q, b.getInt1Ty());
+  llvm::Value *s = sinKernel(b, qr.r), *c = cosKernel(b, qr.r);
+  // tan(r) for even q, tan(r + pi/2) = -cos r / sin r for odd.
+  llvm::Value *y = b.CreateFDiv(b.CreateSelect(odd, c, s),
+                                b.CreateSelect(odd, s, c));
+  y = timesSignOf(b, b.CreateSelect(odd, b.CreateFNeg(y), y), x);
+  return b.CreateSelect(b.CreateFCmpUGE(ax, f(b, INFINITY)), f(b, NAN), y);
+}
+
+llvm::Value *emitAtan(llvm::IRBuilder<> &b, llvm::Value *x) {
+  // a = |x| reduced to |t| <= tan(pi/8): atan a = pi/2 + atan(-1/a) above
+  // tan(3pi/8), pi/4 + atan((a-1)/(a+1)) above tan(pi/8); odd polynomial
+  // on t (Cephes's coefficients).
+  llvm::Value *a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  llvm::Value *big = b.CreateFCmpOGT(a, f(b, 2.414213562373095));
+  llvm::Value *mid = b.CreateFCmpOGT(a, f(b, 0.4142135623730950));
+  llvm::Value *t = b.CreateSelect(
+      big, b.CreateFDiv(f(b, -1.0), a),
+      b.CreateSelect(mid,
+                     b.CreateFDiv(b.CreateFSub(a, f(b, 1.0)),
+                                  b.CreateFAdd(a, f(b, 1.0))),
+                     a));
+  llvm::Value *base = b.CreateSelect(
+      big, f(b, M_PI_2), b.CreateSelect(mid, f(b, M_PI_4), f(b, 0.0)));
+  llvm::Value *z = b.CreateFMul(t, t);
+  llvm::Value *p = poly(b, z, {-3.33329491539e-1, 1.99777106478e-1,
+                               -1.38776856032e-1, 8.05374449538e-2});
+  llvm::Value *y =
+      b.CreateFAdd(base, mulAdd(b, b.CreateFMul(z, t), p, t));
+  return withSignOf(b, y, x);
+}
+
+namespace {
+// e^|x| / 2 as (e^(|x|/2) / 2) * e^(|x|/2): finite up to sinh's and cosh's
+// own overflow at |x| = 89.4 (e^|x| alone overflows at 88.7).
+llvm::Value *halfExpAbs(llvm::IRBuilder<> &b, llvm::Value *x) {
+  llvm::Value *h = emitExp(
+      b, b.CreateFMul(b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x),
+                      f(b, 0.5)));
+  return b.CreateFMul(b.CreateFMul(h, f(b, 0.5)), h);
+}
+} // namespace
+
+llvm::Value *emitSinh(llvm::IRBuilder<> &b, llvm::Value *x) {
+  // Taylor series below 1 (where e^x - e^-x cancels; the next term is
+  // below 2^-32 relative), (e^|x| - e^-|x|) / 2 from there.
+  llvm::Value *z = b.CreateFMul(x, x);
+  llvm::Value *series = mulAdd(
+      b, b.CreateFMul(x, z),
+      poly(b, z, {1.0 / 6, 1.0 / 120, 1.0 / 5040, 1.0 / 362880,
+                  1.0 / 39916800}),
+      x);
+  llvm::Value *e = halfExpAbs(b, x);
+  llvm::Value *large =
+      withSignOf(b, b.CreateFSub(e, b.CreateFDiv(f(b, 0.25), e)), x);
+  llvm::Value *a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  return b.CreateSelect(b.CreateFCmpOLT(a, f(b, 1.0)), series, large);
+}
+
+llvm::Value *emitCosh(llvm::IRBuilder<> &b, llvm::Value *x) {
+  llvm::Value *e = halfExpAbs(b, x);
+  return b.CreateFAdd(e, b.CreateFDiv(f(b, 0.25), e));
+}
+
+llvm::Value *emitAsinh(llvm::IRBuilder<> &b, llvm::Value *x) {
+  // log1p(a + a^2 / (1 + sqrt(1 + a^2))) = log(a + sqrt(1 + a^2)); above
+  // 2^12, log(2a) = log a + log 2 within float precision (no a^2).
+  llvm::Value *a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  llvm::Value *a2 = b.CreateFMul(a, a);
+  llvm::Value *root = b.CreateUnaryIntrinsic(
+      llvm::Intrinsic::sqrt, b.CreateFAdd(f(b, 1.0), a2));
+  llvm::Value *y = log1p(
+      b, b.CreateFAdd(a, b.CreateFDiv(a2, b.CreateFAdd(f(b, 1.0), root))));
+  llvm::Value *far = b.CreateFAdd(emitLog(b, a), f(b, M_LN2));
+  y = b.CreateSelect(b.CreateFCmpOGT(a, f(b, 0x1p12)), far, y);
+  return withSignOf(b, y, x);
+}
+
+llvm::Value *emitAcosh(llvm::IRBuilder<> &b, llvm::Value *x) {
+  // log1p(t + sqrt(t (t + 2))) with t = x - 1 (exact near 1).
+  llvm::Value *t = b.CreateFSub(x, f(b, 1.0));
+  llvm::Value *root = b.CreateUnaryIntrinsic(
+      llvm::Intrinsic::sqrt, b.CreateFMul(t, b.CreateFAdd(t, f(b, 2.0))));
+  llvm::Value *y = log1p(b, b.CreateFAdd(t, root));
+  llvm::Value *far = b.CreateFAdd(emitLog(b, x), f(b, M_LN2));
+  y = b.CreateSelect(b.CreateFCmpOGT(x, f(b, 0x1p12)), far, y);
+  return b.CreateSelect(b.CreateFCmpOLT(x, f(b, 1.0)), f(b, NAN), y);
+}
+
+llvm::Value *emitAtanh(llvm::IRBuilder<> &b, llvm::Value *x) {
+  // log1p(2a / (1 - a)) / 2: infinite at a = 1, NaN beyond.
+  llvm::Value *a = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  llvm::Value *u = b.CreateFDiv(b.CreateFMul(a, f(b, 2.0)),
+                                b.CreateFSub(f(b, 1.0), a));
+  return withSignOf(b, b.CreateFMul(log1p(b, u), f(b, 0.5)), x);
 }
 
 } // namespace osprey::compiler::llvm_cpu

@@ -1,4 +1,5 @@
-// Inline float32 math (exp, log, tanh, erf, sigmoid) as polynomials built
+// Inline float32 math (exp, log, tanh, erf, sigmoid, the trigonometric and
+// hyperbolic functions and their inverses) as polynomials built
 // from basic instructions, so dispatch code never calls libm: bare-metal
 // libraries link with --no-undefined against nothing.
 #ifndef OSPREY_COMPILER_TARGETS_LLVM_CPU_MATH_H_
@@ -24,6 +25,24 @@ llvm::Value *emitPow(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
 llvm::Value *emitTanh(llvm::IRBuilder<> &b, llvm::Value *x);
 llvm::Value *emitSigmoid(llvm::IRBuilder<> &b, llvm::Value *x);
 llvm::Value *emitErf(llvm::IRBuilder<> &b, llvm::Value *x);
+// sin, cos and tan of any finite float (an infinity or NaN gives NaN), with
+// the argument reduced modulo pi/2 exactly over the whole float range (the
+// product of x's mantissa with 128 bits of 2/pi, Payne-Hanek style), then
+// polynomials on [-pi/4, pi/4]: within 2.5 ulp of the value (tan: 4.5).
+llvm::Value *emitSin(llvm::IRBuilder<> &b, llvm::Value *x);
+llvm::Value *emitCos(llvm::IRBuilder<> &b, llvm::Value *x);
+llvm::Value *emitTan(llvm::IRBuilder<> &b, llvm::Value *x);
+// atan within 3 ulp (atan(+-inf) = +-pi/2).
+llvm::Value *emitAtan(llvm::IRBuilder<> &b, llvm::Value *x);
+// The hyperbolic functions and their inverses, without cancellation near
+// zero (odd series and log1p forms) and without overflow in intermediate
+// squares and exponentials: within 5 ulp. Outside the domain (acosh below
+// 1, atanh beyond +-1) the result is NaN, at the poles +-inf.
+llvm::Value *emitSinh(llvm::IRBuilder<> &b, llvm::Value *x);
+llvm::Value *emitCosh(llvm::IRBuilder<> &b, llvm::Value *x);
+llvm::Value *emitAsinh(llvm::IRBuilder<> &b, llvm::Value *x);
+llvm::Value *emitAcosh(llvm::IRBuilder<> &b, llvm::Value *x);
+llvm::Value *emitAtanh(llvm::IRBuilder<> &b, llvm::Value *x);
 // max/min as compare + select (no fmaxf/fminf calls on cores without
 // them); NaN in either operand gives NaN, as numpy's maximum/minimum.
 llvm::Value *emitMax(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
