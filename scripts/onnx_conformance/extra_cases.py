@@ -5,7 +5,8 @@ axis, broadcast batched MatMul, negative Slice steps, 2-D linear Resize,
 integer and bool tensors: Cast between types, integer arithmetic, comparisons
 and reductions; int8 and per-axis quantization, opset-19/21 QuantizeLinear
 attributes, int8 QLinearConv per channel, malformed quantization parameters)
-and for Gelu, which onnx 1.12 does not know.
+trigonometric functions at their first opsets, windows of every kind and
+size 1, and for Gelu, which onnx 1.12 does not know.
 References are computed here with plain numpy (loops for the convolutions,
 np.pad, np.take, np.matmul, slicing) and, for Resize, ONNX's own reference
 interpolation from the generator module. Cases with an `expect_reject` reason
@@ -253,6 +254,262 @@ def _quantization_cases(rng):
                  [np.zeros(3, np.float32)])
     case.expect_reject = "zero point 5 is out of range for i32 (must be 0)"
     out.append(("DequantizeLinear", case))
+    return out
+
+
+def _trig_cases(rng):
+    """The trigonometric functions at the opsets they first appear in (7;
+    the hyperbolic ones 9), over their domains; windows with the other
+    datatypes and the one-sample edge."""
+    out = []
+    wide = (rng.randn(3, 16) * 20).astype(np.float32)
+    unit = rng.uniform(-1, 1, (3, 16)).astype(np.float32)
+    above_one = (1 + np.abs(rng.randn(3, 16)) * 5).astype(np.float32)
+    for op, opset, x, ref in (
+            ("Sin", 7, wide, np.sin), ("Cos", 7, wide, np.cos),
+            ("Tan", 7, wide, np.tan), ("Asin", 7, unit, np.arcsin),
+            ("Acos", 7, unit, np.arccos), ("Atan", 7, wide, np.arctan),
+            ("Sinh", 9, unit * 10, np.sinh), ("Cosh", 9, unit * 10, np.cosh),
+            ("Asinh", 9, wide, np.arcsinh), ("Acosh", 9, above_one,
+                                             np.arccosh),
+            ("Atanh", 9, unit, np.arctanh)):
+        node = helper.make_node(op, ["x"], ["y"])
+        y = ref(x.astype(np.float64)).astype(np.float32)
+        out.append((op, _case("osprey_%s_opset%d" % (op.lower(), opset),
+                              node, [x], [y], opset=opset)))
+
+    def window(name, size, periodic, a0, a1, a2, dtype):
+        n = np.arange(size, dtype=np.float64)
+        period = size if periodic else size - 1
+        with np.errstate(all="ignore"):
+            angle = 2 * np.pi * n / period
+        return (a0 - a1 * np.cos(angle) + a2 * np.cos(2 * angle)).astype(dtype)
+
+    for op, size, periodic, dtype, coeffs in (
+            ("HannWindow", 1, 1, np.float32, (0.5, 0.5, 0)),
+            ("HammingWindow", 6, 1, np.float64, (25 / 46, 21 / 46, 0)),
+            ("BlackmanWindow", 7, 0, np.float32, (0.42, 0.5, 0.08))):
+        node = helper.make_node(
+            op, ["size"], ["y"], periodic=periodic,
+            output_datatype=onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[
+                np.dtype(dtype)])
+        out.append((op, _case(
+            "osprey_%s_%d_%s" % (op.lower(), size, np.dtype(dtype).name),
+            node, [np.array(size, np.int64)],
+            [window(op, size, periodic, *coeffs, dtype)], opset=17)))
+    return out
+
+
+def _einsum_cases(rng):
+    """Einsum equations beyond onnx 1.12's five: ellipses of different
+    ranks, traces, implicit outputs, three operands, full contraction,
+    uppercase labels; numpy's einsum is the reference."""
+    out = []
+    for name, eq, shapes in (
+            ("ellipsis_broadcast", "...ij,...jk->...ik",
+             [(2, 3, 4, 5), (3, 5, 2)]),
+            ("trace", "ii", [(5, 5)]),
+            ("diagonal_times", "iij,jk->ik", [(3, 3, 4), (4, 2)]),
+            ("implicit_transpose", "ba", [(3, 4)]),
+            ("three_operands", "ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+            ("full_contraction", "ij,ij->", [(3, 4), (3, 4)]),
+            ("outer_uppercase", "Ab,c->cAb", [(2, 3), (4,)]),
+            ("spaces_and_sum", "b i j , b j -> i", [(2, 3, 4), (2, 4)])):
+        xs = [rng.randn(*s).astype(np.float32) for s in shapes]
+        names = ["x%d" % i for i in range(len(xs))]
+        node = helper.make_node("Einsum", names, ["y"], equation=eq)
+        y = np.asarray(np.einsum(eq.replace(" ", ""),
+                                 *[x.astype(np.float64) for x in xs]))
+        out.append(("Einsum", _case("osprey_einsum_" + name, node, xs,
+                                    [y.astype(np.float32)], opset=12)))
+    return out
+
+
+def _scatter_gather_cases(rng):
+    """Scatters with every reduction over duplicate indices (opset 18),
+    GatherND with two batch dims, and out-of-range indices, which must be
+    rejected; numpy loops are the references."""
+    out = []
+    data = rng.randn(3, 4).astype(np.float32)
+    idx = np.array([[1, 1, -1], [0, 3, 3]], np.int64)
+    upd = rng.randn(2, 3).astype(np.float32)
+    for reduction, fn in (("add", np.add), ("mul", np.multiply),
+                          ("max", np.maximum), ("min", np.minimum)):
+        ref = data.copy()
+        for i in range(2):
+            for j in range(3):
+                ref[i, idx[i, j]] = fn(ref[i, idx[i, j]], upd[i, j])
+        node = helper.make_node("ScatterElements", ["data", "idx", "upd"],
+                                ["y"], axis=1, reduction=reduction)
+        out.append(("ScatterElements", _case(
+            "osprey_scatterelements_%s_duplicates" % reduction, node,
+            [data, idx, upd], [ref], opset=18)))
+    data = rng.randn(4, 3, 2).astype(np.float32)
+    idx = np.array([[[2, 1]], [[-1, 0]], [[2, 1]]], np.int64)
+    upd = rng.randn(3, 1, 2).astype(np.float32)
+    ref = data.copy()
+    for i in range(3):
+        a, b = idx[i, 0]
+        ref[a, b] = np.maximum(ref[a, b], upd[i, 0])
+    node = helper.make_node("ScatterND", ["data", "idx", "upd"], ["y"],
+                            reduction="max")
+    out.append(("ScatterND", _case("osprey_scatternd_max_slices", node,
+                                   [data, idx, upd], [ref], opset=18)))
+    data = rng.randn(2, 3, 4, 5).astype(np.float32)
+    idx = rng.randint(-4, 4, (2, 3, 6, 1)).astype(np.int64)
+    ref = np.empty((2, 3, 6, 5), np.float32)
+    for i in range(2):
+        for j in range(3):
+            for k in range(6):
+                ref[i, j, k] = data[i, j, idx[i, j, k, 0]]
+    node = helper.make_node("GatherND", ["data", "idx"], ["y"], batch_dims=2)
+    out.append(("GatherND", _case("osprey_gathernd_batch_dims2", node,
+                                  [data, idx], [ref])))
+    idx = np.array([[0, 4]], np.int64)
+    node = helper.make_node("GatherND", ["data", "idx"], ["y"])
+    case = _case("osprey_gathernd_index_out_of_range", node,
+                 [data[0, :, :, 0], idx], [np.zeros(1, np.float32)])
+    case.expect_reject = "out of range"
+    out.append(("GatherND", case))
+    return out
+
+
+_ACTIVATIONS = {
+    "Sigmoid": lambda v, a, b: 1 / (1 + np.exp(-v)),
+    "Tanh": lambda v, a, b: np.tanh(v),
+    "Relu": lambda v, a, b: np.maximum(v, 0),
+    "HardSigmoid": lambda v, a, b: np.clip(a * v + b, 0, 1),
+}
+
+
+def _recurrent_ref(kind, x, w, r, b, lens, h0, c0, p, direction, acts,
+                   alphas, lbr=0, clip=0.0):
+    """The ONNX RNN/GRU/LSTM equations step by step in float64 (layout 0):
+    returns Y [T, D, B, H], Y_h and Y_c [D, B, H]."""
+    steps, batch, _ = x.shape
+    dirs, gh, _ = w.shape
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
+    h = gh // gates
+    per = {"RNN": 1, "GRU": 2, "LSTM": 3}[kind]
+    y = np.zeros((steps, dirs, batch, h))
+    yh = np.zeros((dirs, batch, h))
+    yc = np.zeros((dirs, batch, h))
+    cl = (lambda v: np.clip(v, -clip, clip)) if clip else (lambda v: v)
+    for d in range(dirs):
+        fn = [(lambda v, k=k: _ACTIVATIONS[acts[d * per + k]](
+            v, alphas[d * per + k][0], alphas[d * per + k][1]))
+            for k in range(per)]
+        wb, rb = b[d, :gh], b[d, gh:]
+        hs = h0[d].copy()
+        cs = c0[d].copy() if c0 is not None else None
+        order = range(steps - 1, -1, -1) if (direction == "reverse" or d == 1) \
+            else range(steps)
+        for t in order:
+            xt = x[t]
+            valid = (t < lens)[:, None]
+            if kind == "RNN":
+                hn = fn[0](cl(xt @ w[d].T + hs @ r[d].T + wb + rb))
+                cn = None
+            elif kind == "GRU":
+                xw = xt @ w[d].T + wb
+                z = fn[0](cl(xw[:, :h] + hs @ r[d][:h].T + rb[:h]))
+                rg = fn[0](cl(xw[:, h:2 * h] + hs @ r[d][h:2 * h].T +
+                              rb[h:2 * h]))
+                if lbr:
+                    hh = fn[1](cl(xw[:, 2 * h:] +
+                                  rg * (hs @ r[d][2 * h:].T + rb[2 * h:])))
+                else:
+                    hh = fn[1](cl(xw[:, 2 * h:] + (rg * hs) @ r[d][2 * h:].T +
+                                  rb[2 * h:]))
+                hn = (1 - z) * hh + z * hs
+                cn = None
+            else:
+                g = xt @ w[d].T + hs @ r[d].T + wb + rb
+                pi, po, pf = (p[d, :h], p[d, h:2 * h], p[d, 2 * h:]) \
+                    if p is not None else (0, 0, 0)
+                i = fn[0](cl(g[:, :h] + pi * cs))
+                f = fn[0](cl(g[:, 2 * h:3 * h] + pf * cs))
+                c = fn[1](cl(g[:, 3 * h:]))
+                cn = f * cs + i * c
+                o = fn[0](cl(g[:, h:2 * h] + po * cn))
+                hn = o * fn[2](cn)
+            y[t, d] = np.where(valid, hn, 0)
+            hs = np.where(valid, hn, hs)
+            if cn is not None:
+                cs = np.where(valid, cn, cs)
+        yh[d] = hs
+        if cs is not None:
+            yc[d] = cs
+    return y, yh, yc
+
+
+def _recurrent_cases(rng):
+    """RNN, GRU and LSTM with what the ONNX cases leave out: both
+    directions, sequence lengths shorter than the sequence, initial states,
+    peepholes, clipping, linear_before_reset, batch-major layout and
+    non-default activations; references from the equations in numpy."""
+    out = []
+    steps, batch, inputs, h = 5, 2, 3, 4
+    lens = np.array([3, 5], np.int32)
+    for kind, direction, layout, opset, extra in (
+            ("LSTM", "bidirectional", 0, 13, {}),
+            ("GRU", "reverse", 1, 14, {"linear_before_reset": 1,
+                                       "clip": 0.8}),
+            ("GRU", "forward", 0, 13, {}),
+            ("RNN", "bidirectional", 0, 13,
+             {"activations": ["Relu", "Tanh"]}),
+            ("LSTM", "forward", 0, 7,
+             {"activations": ["HardSigmoid", "Tanh", "Tanh"],
+              "activation_alpha": [0.3], "activation_beta": [0.4]})):
+        gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[kind]
+        dirs = 2 if direction == "bidirectional" else 1
+        x = rng.randn(steps, batch, inputs).astype(np.float32)
+        w = (rng.randn(dirs, gates * h, inputs) * 0.5).astype(np.float32)
+        r = (rng.randn(dirs, gates * h, h) * 0.5).astype(np.float32)
+        b = (rng.randn(dirs, 2 * gates * h) * 0.3).astype(np.float32)
+        h0 = rng.randn(dirs, batch, h).astype(np.float32)
+        c0 = rng.randn(dirs, batch, h).astype(np.float32)
+        p = (rng.randn(dirs, 3 * h) * 0.3).astype(np.float32)
+        per = {"RNN": 1, "GRU": 2, "LSTM": 3}[kind]
+        acts = extra.get("activations", (["Tanh"] if kind == "RNN" else
+                                         ["Sigmoid"] + ["Tanh"] * (per - 1)))
+        if len(acts) < per * dirs:
+            acts = acts * dirs
+        alphas = [(extra.get("activation_alpha", [0])[0],
+                   extra.get("activation_beta", [0])[0])
+                  if a == "HardSigmoid" else (0, 0) for a in acts]
+        use_p = kind == "LSTM" and direction == "bidirectional"
+        use_lens = kind != "RNN" or direction == "bidirectional"
+        y, yh, yc = _recurrent_ref(
+            kind, x.astype(np.float64), w, r, b,
+            lens if use_lens else np.full(batch, steps), h0,
+            c0 if kind == "LSTM" else None, p if use_p else None, direction,
+            acts, alphas, extra.get("linear_before_reset", 0),
+            extra.get("clip", 0.0))
+        names = ["x", "w", "r", "b", "lens" if use_lens else "", "h0"]
+        values = [x, w, r, b] + ([lens] if use_lens else []) + [h0]
+        if kind == "LSTM":
+            names += ["c0"] + (["p"] if use_p else [])
+            values += [c0] + ([p] if use_p else [])
+        outs = ["y", "yh"] + (["yc"] if kind == "LSTM" else [])
+        refs = [y, yh] + ([yc] if kind == "LSTM" else [])
+        if layout == 1:
+            values[0] = x.transpose(1, 0, 2).copy()
+            values[names.index("h0") - (0 if use_lens else 1)] = \
+                h0.transpose(1, 0, 2).copy()
+            refs = [y.transpose(2, 0, 1, 3)] + [s.transpose(1, 0, 2)
+                                                for s in refs[1:]]
+        attrs = dict(extra, hidden_size=h, direction=direction)
+        if layout:
+            attrs["layout"] = layout
+        node = helper.make_node(kind, names, outs, **attrs)
+        name = "osprey_%s_%s%s" % (kind.lower(), direction,
+                                   "_layout1" if layout else "")
+        if opset == 7:
+            name += "_opset7"
+        out.append((kind, _case(name, node, values,
+                                [a.astype(np.float32) for a in refs],
+                                opset=opset)))
     return out
 
 
@@ -705,6 +962,10 @@ def cases():
 
     out.extend(_typed_cases(rng))
     out.extend(_quantization_cases(rng))
+    out.extend(_trig_cases(rng))
+    out.extend(_einsum_cases(rng))
+    out.extend(_scatter_gather_cases(rng))
+    out.extend(_recurrent_cases(rng))
 
     from onnx.backend.test.case.node import resize as resize_gen
     x = rng.randn(1, 2, 4, 5).astype(np.float32)

@@ -85,6 +85,13 @@ OPS = {
     "Tile": "tile", "EyeLike": "eyelike", "BitShift": "bitshift",
     "InstanceNormalization": "instancenorm",
     "MeanVarianceNormalization": "meanvariancenormalization", "LRN": "lrn",
+    "Sin": "sin", "Cos": "cos", "Tan": "tan", "Asin": "asin", "Acos": "acos",
+    "Atan": "atan", "Sinh": "sinh", "Cosh": "cosh", "Asinh": "asinh",
+    "Acosh": "acosh", "Atanh": "atanh", "HannWindow": "hannwindow",
+    "HammingWindow": "hammingwindow", "BlackmanWindow": "blackmanwindow",
+    "Einsum": "einsum", "Scatter": "scatter", "ScatterElements": "scatterelements",
+    "ScatterND": "scatternd", "GatherND": "gathernd", "RNN": "rnn", "GRU": "gru",
+    "LSTM": "lstm",
 }
 # Mish (opset 18) has no generator in onnx 1.12: its cases are Osprey's own.
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
@@ -109,6 +116,13 @@ CONST_INPUTS = {
     # Dropout's ratio and training_mode: deterministic only when constant.
     "Dropout": {1, 2},
     "InstanceNormalization": {1, 2},
+    # Recurrent layers: weights, biases, sequence lengths and peepholes
+    # (the initial states stay run-time inputs).
+    "RNN": {1, 2, 3, 4}, "GRU": {1, 2, 3, 4}, "LSTM": {1, 2, 3, 4, 7},
+    # Scatters and GatherND compile with constant indices.
+    "Scatter": {1}, "ScatterElements": {1}, "ScatterND": {1}, "GatherND": {1},
+    # A window's size sets its shape.
+    "HannWindow": {0}, "HammingWindow": {0}, "BlackmanWindow": {0},
     # Quantization parameters and weights are compile-time constants; the
     # second matrix of QLinearMatMul and MatMulInteger also runs as a
     # run-time input (activation x activation products).
@@ -133,7 +147,7 @@ UNSUPPORTED_TYPES = {
 # Operator -> family; the test runner has one entry per family.
 FAMILIES = {
     "conv": ["Conv", "ConvTranspose"],
-    "matmul": ["Gemm", "MatMul"],
+    "matmul": ["Gemm", "MatMul", "Einsum"],
     "arith": ["Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Reciprocal", "Exp",
               "Log", "Abs", "Neg", "Max", "Min", "Sum", "Mean", "Floor", "Ceil",
               "Round", "Sign", "Mod", "BitShift"],
@@ -149,13 +163,18 @@ FAMILIES = {
               "Squeeze", "Unsqueeze", "Gather", "Pad", "Expand", "Shape",
               "Constant", "Identity", "DepthToSpace", "SpaceToDepth",
               "ConstantOfShape", "Size", "Trilu", "GatherElements", "OneHot",
-              "Range", "Tile", "EyeLike"],
+              "Range", "Tile", "EyeLike", "Scatter", "ScatterElements",
+              "ScatterND", "GatherND"],
     "reduce": ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
                "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
                "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin",
                "CumSum"],
     "resize": ["Resize"],
+    "trig": ["Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
+             "Asinh", "Acosh", "Atanh", "HannWindow", "HammingWindow",
+             "BlackmanWindow"],
     "loss": ["NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"],
+    "recurrent": ["RNN", "GRU", "LSTM"],
     "logic": ["Cast", "CastLike", "Where", "Equal", "Less", "Greater", "LessOrEqual",
               "GreaterOrEqual", "And", "Or", "Xor", "Not", "IsNaN", "IsInf"],
     "quant": ["QuantizeLinear", "DequantizeLinear", "QLinearConv",
@@ -255,13 +274,13 @@ def materialize(op, case, out_dir, runtime_inputs=()):
         entry["reason"] = "sequence or optional values (not tensors)"
         return entry
     const_names = set()
-    if len(graph.node) == 1:
-        node = graph.node[0]
-        for pos in CONST_INPUTS.get(op, ()):
-            if pos in runtime_inputs:
-                continue
-            if pos < len(node.input) and node.input[pos]:
-                const_names.add(node.input[pos])
+    # A node's inputs, or for an expanded function the graph's (in the
+    # node's order).
+    names = (list(graph.node[0].input) if len(graph.node) == 1 else
+             [vi.name for vi in graph.input])
+    for pos in CONST_INPUTS.get(op, ()):
+        if pos not in runtime_inputs and pos < len(names) and names[pos]:
+            const_names.add(names[pos])
     run_inputs = []
     new_inputs = []
     for vi, arr in zip(list(graph.input), inputs):

@@ -1,6 +1,8 @@
 // Converts an ONNX ModelProto into the graph IR.
 #include "compiler/import/onnx/importer.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -9,6 +11,7 @@
 #include <unordered_map>
 
 #include "compiler/graph/op_registry.h"
+#include "compiler/graph/passes/evaluator.h"
 #include "compiler/graph/quantization.h"
 #include "compiler/graph/status.h"
 #include "compiler/import/onnx/proto_diagnosis.h"
@@ -56,7 +59,9 @@ const char *const kRewrittenOps[] = {
     "ReduceLogSum", "ReduceLogSumExp", "NegativeLogLikelihoodLoss",
     "SoftmaxCrossEntropyLoss", "OneHot", "IsNaN", "IsInf", "Celu", "Shrink",
     "ThresholdedRelu", "Mish", "GlobalMaxPool", "Hardmax", "Range", "Tile",
-    "EyeLike", "InstanceNormalization", "MeanVarianceNormalization", "LRN"};
+    "EyeLike", "InstanceNormalization", "MeanVarianceNormalization", "LRN",
+    "HannWindow", "HammingWindow", "BlackmanWindow", "Einsum", "Scatter",
+    "ScatterElements", "ScatterND", "GatherND", "RNN", "GRU", "LSTM"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -77,6 +82,10 @@ bool axesBecameInputAt18(OpKind kind) {
 
 // ONNX op types accepted by the importer: the graph op kinds, which carry
 // the ONNX names (opset-18 operand order), and kRewrittenOps.
+bool isRecurrent(const std::string &opType) {
+  return opType == "RNN" || opType == "GRU" || opType == "LSTM";
+}
+
 bool isSupported(const std::string &opType) {
   return graph::lookupOp(opType) != nullptr ||
          llvm::is_contained(kRewrittenOps, llvm::StringRef(opType));
@@ -599,8 +608,62 @@ private:
     return absl::OkStatus();
   }
 
+  // Results of at most this many bytes are folded at import.
+  static constexpr size_t kImportFoldBytes = 64 << 10;
+
+  // Folds |op| (typed) when its operands are all constants (a Shape's: of
+  // static type) and its results static and small: the Constant ops that
+  // replace its results, in order, or none when it stays. Operands computed
+  // from constants (a Range's limit from Cast(size), a Reshape's shape from
+  // Shape, Gather and Concat) are then constants to the rewrites that need
+  // them; the constant folding pass folds the rest later. Quantize and
+  // dequantize ops stay: the QDQ fusion reads the integer weights behind
+  // them.
+  absl::StatusOr<std::vector<Op *>> foldAtImport(Op *op) {
+    if (op->is(OpKind::QuantizeLinear) || op->is(OpKind::DequantizeLinear)) {
+      return std::vector<Op *>{};
+    }
+    bool shape = op->is(OpKind::Shape);
+    bool foldable = shape ? op->operand(0)->type().hasStaticShape()
+                          : op->numOperands() > 0;
+    for (Value *operand : op->operands()) {
+      foldable &= shape || !operand || graph::isConstant(operand);
+    }
+    std::vector<TensorType> types;
+    size_t bytes = 0;
+    for (Value *result : op->results()) {
+      foldable &= result->type().hasStaticShape();
+      if (!foldable) {
+        return std::vector<Op *>{};
+      }
+      types.push_back(result->type());
+      bytes += result->type().numElements() *
+               graph::elementByteSize(result->type().elementType());
+    }
+    if (!foldable || bytes > kImportFoldBytes) {
+      return std::vector<Op *>{};
+    }
+    auto folded = graph::evaluateOp(*op, types);
+    if (!folded.ok()) {
+      if (absl::IsUnimplemented(folded.status())) {
+        return std::vector<Op *>{};
+      }
+      return folded.status();
+    }
+    std::vector<Op *> constants;
+    for (unsigned i = 0; i < op->numResults(); ++i) {
+      Op *c = graph_->createConstant(types[i], std::move((*folded)[i]), op,
+                                     op->result(i)->name());
+      c->setNodeName(op->nodeName());
+      graph_->replaceAllUsesWith(op->result(i), c->result());
+      constants.push_back(c);
+    }
+    graph_->eraseOp(op);
+    return constants;
+  }
+
   // Creates |kind| with one result named |resultName| (empty: unnamed) and
-  // types it with the shape rules.
+  // types it with the shape rules (a Constant when it folds).
   absl::StatusOr<Op *> addTypedOp(llvm::StringRef kind,
                                   std::vector<Value *> operands,
                                   std::map<std::string, Attribute> attrs,
@@ -613,7 +676,8 @@ private:
     std::vector<TensorType> types;
     COMPILER_RETURN_IF_ERROR(graph::inferResultTypes(*op, types));
     op->result()->setType(types[0]);
-    return op;
+    COMPILER_ASSIGN_OR_RETURN(std::vector<Op *> folded, foldAtImport(op));
+    return folded.empty() ? op : folded[0];
   }
 
   // One registry op of a node's rewrite, named after the node (|name|);
@@ -1452,6 +1516,876 @@ private:
     return defineOutput(node, index, c->result());
   }
 
+  // Einsum as broadcasting arithmetic. Every operand's axes are moved to one
+  // index space (the output's labels, then the summed ones): a label twice
+  // in one operand keeps its diagonal first (the operand times an identity
+  // mask, summed over the second axis), the axes are transposed into the
+  // space's order and the absent labels unsqueezed; the operands are then
+  // multiplied with broadcasting and the summed labels reduced. Ellipsis
+  // dims are labels of their own, aligned from the right (-1 the last).
+  absl::Status importEinsum(const onnx::NodeProto &node, int index,
+                            const std::vector<Value *> &operands,
+                            const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    auto eq = attrs.find("equation");
+    if (eq == attrs.end() || !eq->second.isString()) {
+      return nodeError(node, index, "needs the string attribute 'equation'");
+    }
+    std::string text;
+    for (char ch : eq->second.getString()) {
+      if (ch != ' ') {
+        text += ch;
+      }
+    }
+    const size_t arrow = text.find("->");
+    llvm::SmallVector<llvm::StringRef> terms;
+    llvm::StringRef(text).substr(0, arrow).split(terms, ',');
+    if (terms.size() != operands.size()) {
+      return nodeError(node, index,
+                       "the equation '" + text + "' names " +
+                           std::to_string(terms.size()) + " inputs, the node has " +
+                           std::to_string(operands.size()));
+    }
+    auto badTerm = [&](llvm::StringRef term, const std::string &why) {
+      return nodeError(node, index,
+                       "term '" + term.str() + "' of '" + text + "': " + why);
+    };
+    // A term's labels; |rank| < 0: the output (its ellipsis is all of them).
+    int64_t ellipsisRank = 0;
+    auto parse = [&](llvm::StringRef term, int64_t rank,
+                     std::vector<int> &labels) -> absl::Status {
+      size_t dots = term.find("...");
+      if (dots != llvm::StringRef::npos &&
+          term.find("...", dots + 3) != llvm::StringRef::npos) {
+        return badTerm(term, "more than one ellipsis");
+      }
+      int64_t letters = int64_t(term.size()) - (dots == llvm::StringRef::npos ? 0 : 3);
+      int64_t dotted = rank < 0 ? ellipsisRank : rank - letters;
+      if (rank >= 0 && (dots == llvm::StringRef::npos ? dotted != 0 : dotted < 0)) {
+        return badTerm(term, "does not match the operand's rank " +
+                                 std::to_string(rank));
+      }
+      for (size_t i = 0; i < term.size(); ++i) {
+        if (i == dots) {
+          for (int64_t k = dotted; k > 0; --k) {
+            labels.push_back(-int(k));
+          }
+          i += 2;
+        } else if (std::isalpha(static_cast<unsigned char>(term[i]))) {
+          labels.push_back(term[i]);
+        } else {
+          return badTerm(term, std::string("'") + term[i] + "' is not a letter");
+        }
+      }
+      ellipsisRank = std::max(ellipsisRank, dotted);
+      return absl::OkStatus();
+    };
+    std::vector<std::vector<int>> labels(operands.size());
+    std::map<int, int64_t> extent;
+    std::map<int, int> uses;
+    for (size_t i = 0; i < operands.size(); ++i) {
+      if (!operands[i] || !operands[i]->type().hasStaticShape()) {
+        return unimplemented(node, index, "operands of dynamic shape");
+      }
+      const TensorType &t = operands[i]->type();
+      COMPILER_RETURN_IF_ERROR(parse(terms[i], t.rank(), labels[i]));
+      for (size_t a = 0; a < labels[i].size(); ++a) {
+        int64_t d = t.dims()[a];
+        auto [it, fresh] = extent.emplace(labels[i][a], d);
+        if (!fresh && it->second != d && it->second != 1 && d != 1) {
+          return nodeError(node, index,
+                           "label '" +
+                               std::string(labels[i][a] < 0 ? "..."
+                                                             : std::string(1, char(labels[i][a]))) +
+                               "' has extents " + std::to_string(it->second) +
+                               " and " + std::to_string(d));
+        }
+        it->second = std::max(it->second, d);
+        ++uses[labels[i][a]];
+      }
+    }
+    std::vector<int> space;
+    if (arrow != std::string::npos) {
+      llvm::StringRef out = llvm::StringRef(text).substr(arrow + 2);
+      COMPILER_RETURN_IF_ERROR(parse(out, -1, space));
+      for (size_t a = 0; a < space.size(); ++a) {
+        if (!uses.count(space[a]) ||
+            llvm::is_contained(llvm::ArrayRef(space).take_front(a), space[a])) {
+          return badTerm(out, "an output label must appear in the inputs, once");
+        }
+      }
+    } else { // the ellipsis, then the labels used once, alphabetically
+      for (int64_t k = ellipsisRank; k > 0; --k) {
+        space.push_back(-int(k));
+      }
+      for (auto [label, count] : uses) {
+        if (label > 0 && count == 1) {
+          space.push_back(label);
+        }
+      }
+    }
+    const size_t outRank = space.size();
+    for (const std::vector<int> &ls : labels) {
+      for (int label : ls) {
+        if (!llvm::is_contained(space, label)) {
+          space.push_back(label);
+        }
+      }
+    }
+    Value *product = nullptr;
+    for (size_t i = 0; i < operands.size(); ++i) {
+      Value *v = operands[i];
+      std::vector<int> &ls = labels[i];
+      const ElementType et = v->type().elementType();
+      for (size_t q = 1; q < ls.size(); ++q) {
+        auto p = std::find(ls.begin(), ls.begin() + q, ls[q]) - ls.begin();
+        if (size_t(p) == q) {
+          continue;
+        }
+        const int64_t n = v->type().dims()[p];
+        if (v->type().dims()[q] != n) {
+          return badTerm(terms[i], "a repeated label needs equal extents");
+        }
+        std::vector<int64_t> shape(ls.size(), 1);
+        shape[p] = shape[q] = n;
+        std::vector<double> eye(n * n, 0.0);
+        for (int64_t k = 0; k < n; ++k) {
+          eye[k * n + k] = 1;
+        }
+        Op *mask = graph_->createConstant(TensorType::ranked(et, shape),
+                                          DenseData::fromDoubles(et, eye));
+        mask->setNodeName(name);
+        COMPILER_ASSIGN_OR_RETURN(v, rewriteOp(name, "Mul", {v, mask->result()}));
+        COMPILER_ASSIGN_OR_RETURN(
+            v, rewriteOp(name, "ReduceSum", {v, constInts({int64_t(q)}, name)},
+                         {{"keepdims", Attribute(int64_t(0))}}));
+        ls.erase(ls.begin() + q);
+        --q;
+      }
+      std::vector<int64_t> perm(ls.size());
+      for (size_t a = 0; a < perm.size(); ++a) {
+        perm[a] = int64_t(a);
+      }
+      auto position = [&](int label) {
+        return std::find(space.begin(), space.end(), label) - space.begin();
+      };
+      std::stable_sort(perm.begin(), perm.end(), [&](int64_t a, int64_t b) {
+        return position(ls[a]) < position(ls[b]);
+      });
+      if (!std::is_sorted(perm.begin(), perm.end())) {
+        COMPILER_ASSIGN_OR_RETURN(
+            v, rewriteOp(name, "Transpose", {v},
+                         {{"perm", Attribute(graph::IntList(perm))}}));
+      }
+      std::vector<int64_t> missing;
+      for (size_t a = 0; a < space.size(); ++a) {
+        if (!llvm::is_contained(ls, space[a])) {
+          missing.push_back(int64_t(a));
+        }
+      }
+      if (!missing.empty()) {
+        COMPILER_ASSIGN_OR_RETURN(
+            v, rewriteOp(name, "Unsqueeze", {v, constInts(missing, name)}));
+      }
+      if (product) {
+        COMPILER_ASSIGN_OR_RETURN(product, rewriteOp(name, "Mul", {product, v}));
+      } else {
+        product = v;
+      }
+    }
+    std::vector<int64_t> summed;
+    for (size_t a = outRank; a < space.size(); ++a) {
+      summed.push_back(int64_t(a));
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * out,
+        summed.empty()
+            ? rewriteOp(name, "Identity", {product}, {}, node.output(0))
+            : rewriteOp(name, "ReduceSum", {product, constInts(summed, name)},
+                        {{"keepdims", Attribute(int64_t(0))}}, node.output(0)));
+    return defineOutput(node, index, out);
+  }
+
+  // RNN, GRU and LSTM unrolled over their (static) sequence: per direction,
+  // the input projections of every step are one MatMul with the gates'
+  // weights (constants, transposed at import) and the summed biases; each
+  // step adds the recurrent MatMul of the previous state, slices the gates
+  // and applies the activations. Constant sequence_lens mask the steps past
+  // each batch element's length (state kept, output 0), which also starts
+  // reverse directions at each element's own last step.
+  absl::Status importRecurrent(const onnx::NodeProto &node, int index,
+                               const std::vector<Value *> &operands,
+                               const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    const std::string &type = node.op_type();
+    const int64_t gates = type == "LSTM" ? 4 : type == "GRU" ? 3 : 1;
+    auto operand = [&](size_t i) {
+      return i < operands.size() ? operands[i] : nullptr;
+    };
+    Value *x = operand(0);
+    if (!x || !operand(1) || !operand(2)) {
+      return nodeError(node, index, "expected X, W and R");
+    }
+    if (!x->type().hasStaticShape() || x->type().rank() != 3) {
+      return unimplemented(node, index,
+                           "an input X of dynamic shape (the sequence is "
+                           "unrolled)");
+    }
+    if (x->type().elementType() != ElementType::F32) {
+      return unimplemented(node, index, "element types other than f32");
+    }
+    auto intAttr = [&](const char *attr, int64_t fallback) {
+      auto it = attrs.find(attr);
+      return it != attrs.end() && it->second.isInt() ? it->second.getInt()
+                                                     : fallback;
+    };
+    const int64_t layout = intAttr("layout", 0);
+    std::string direction = "forward";
+    if (auto it = attrs.find("direction"); it != attrs.end()) {
+      direction = it->second.isString() ? it->second.getString() : "";
+    }
+    if (direction != "forward" && direction != "reverse" &&
+        direction != "bidirectional") {
+      return nodeError(node, index, "unknown direction '" + direction + "'");
+    }
+    if (intAttr("input_forget", 0) != 0) {
+      return unimplemented(node, index, "input_forget (coupled gates)");
+    }
+    const int64_t dirs = direction == "bidirectional" ? 2 : 1;
+    if (layout == 1) {
+      COMPILER_ASSIGN_OR_RETURN(
+          x, rewriteOp(name, "Transpose", {x},
+                       {{"perm", Attribute(graph::IntList{1, 0, 2})}}));
+    }
+    const int64_t steps = x->type().dims()[0], batch = x->type().dims()[1],
+                  inputs = x->type().dims()[2];
+    auto w = graph::getConstantFloats(operand(1));
+    auto r = graph::getConstantFloats(operand(2));
+    if (!w || !r) {
+      return unimplemented(node, index, "weights W and R that are not constants");
+    }
+    // R holds dirs * gates * hidden^2 values.
+    const int64_t h = static_cast<int64_t>(
+        std::llround(std::sqrt(double(r->size()) / double(dirs * gates))));
+    if (intAttr("hidden_size", h) != h || h * h * dirs * gates != int64_t(r->size()) ||
+        int64_t(w->size()) != dirs * gates * h * inputs) {
+      return nodeError(node, index,
+                       "W, R and hidden_size do not match the input and "
+                       "direction count");
+    }
+    std::vector<double> bias(dirs * 2 * gates * h, 0.0);
+    if (Value *bv = operand(3)) {
+      auto b = graph::getConstantFloats(bv);
+      if (!b) {
+        return unimplemented(node, index, "a bias B that is not a constant");
+      }
+      if (b->size() != bias.size()) {
+        return nodeError(node, index, "B must hold 2 * gates * hidden per direction");
+      }
+      bias = *b;
+    }
+    std::vector<int64_t> lengths(batch, steps);
+    if (Value *lv = operand(4)) {
+      auto l = graph::getConstantInts(lv);
+      if (!l) {
+        return unimplemented(node, index, "run-time sequence_lens");
+      }
+      if (int64_t(l->size()) != batch) {
+        return nodeError(node, index, "sequence_lens must hold one length per batch element");
+      }
+      for (int64_t v : *l) {
+        if (v < 0 || v > steps) {
+          return nodeError(node, index, "a sequence length is out of range");
+        }
+      }
+      lengths = *l;
+    }
+    std::vector<double> peep;
+    if (Value *pv = operand(7)) {
+      auto p = graph::getConstantFloats(pv);
+      if (!p || int64_t(p->size()) != dirs * 3 * h) {
+        return unimplemented(node, index, "peepholes P that are not constants of 3 * hidden per direction");
+      }
+      peep = *p;
+    }
+    double clip = 0;
+    if (auto it = attrs.find("clip"); it != attrs.end()) {
+      clip = it->second.getFloat();
+    }
+    // Activations: per direction f (and g, h), with defaults.
+    std::vector<std::string> acts;
+    std::vector<double> alphas, betas;
+    for (const auto &a : node.attribute()) {
+      if (a.name() == "activations") {
+        acts.assign(a.strings().begin(), a.strings().end());
+      } else if (a.name() == "activation_alpha") {
+        alphas.assign(a.floats().begin(), a.floats().end());
+      } else if (a.name() == "activation_beta") {
+        betas.assign(a.floats().begin(), a.floats().end());
+      }
+    }
+    const size_t perDir = type == "LSTM" ? 3 : type == "GRU" ? 2 : 1;
+    if (acts.empty()) {
+      for (int64_t d = 0; d < dirs; ++d) {
+        for (size_t k = 0; k < perDir; ++k) {
+          acts.push_back(k == 0 && type != "RNN" ? "Sigmoid" : "Tanh");
+        }
+      }
+    }
+    if (acts.size() != perDir * dirs) {
+      return nodeError(node, index,
+                       "expected " + std::to_string(perDir * dirs) +
+                           " activations");
+    }
+    struct Activation {
+      std::string kind;
+      std::map<std::string, Attribute> attrs;
+    };
+    std::vector<Activation> fns;
+    size_t nextAlpha = 0, nextBeta = 0;
+    for (const std::string &a : acts) {
+      Activation fn{a, {}};
+      if (a == "HardSigmoid" || a == "LeakyRelu") {
+        double defAlpha = a == "HardSigmoid" ? 0.2 : 0.01;
+        fn.attrs["alpha"] = Attribute(nextAlpha < alphas.size() ? alphas[nextAlpha++] : defAlpha);
+        if (a == "HardSigmoid") {
+          fn.attrs["beta"] = Attribute(nextBeta < betas.size() ? betas[nextBeta++] : 0.5);
+        }
+      } else if (a != "Sigmoid" && a != "Tanh" && a != "Relu") {
+        return unimplemented(node, index, "activation '" + a + "'");
+      }
+      fns.push_back(std::move(fn));
+    }
+    auto constant = [&](std::vector<int64_t> shape, const std::vector<double> &v) {
+      Op *c = graph_->createConstant(TensorType::ranked(ElementType::F32, shape),
+                                     DenseData::fromDoubles(ElementType::F32, v));
+      c->setNodeName(name);
+      return c->result();
+    };
+    auto slice = [&](Value *v, int64_t axis, int64_t begin, int64_t end) {
+      return rewriteOp(name, "Slice",
+                       {v, constInts({begin}, name), constInts({end}, name),
+                        constInts({axis}, name)});
+    };
+    auto apply = [&](const Activation &fn, Value *v) {
+      return rewriteOp(name, fn.kind, {v}, fn.attrs);
+    };
+    auto clipped = [&](Value *v) -> absl::StatusOr<Value *> {
+      if (clip <= 0) {
+        return v;
+      }
+      return rewriteOp(name, "Clip",
+                       {v, constScalar(ElementType::F32, -clip, name),
+                        constScalar(ElementType::F32, clip, name)});
+    };
+    auto initial = [&](Value *v, int64_t d) -> absl::StatusOr<Value *> {
+      if (!v) {
+        return constant({batch, h}, std::vector<double>(batch * h, 0.0));
+      }
+      if (!v->type().hasStaticShape() || v->type().rank() != 3) {
+        return nodeError(node, index, "initial states must be 3-D of static shape");
+      }
+      return rewriteOp(name, "Gather",
+                       {v, constScalar(ElementType::I64, double(d), name)},
+                       {{"axis", Attribute(int64_t(layout == 1 ? 1 : 0))}});
+    };
+    const bool lbr = intAttr("linear_before_reset", 0) != 0;
+    const bool masked = llvm::any_of(lengths, [&](int64_t l) { return l != steps; });
+    std::vector<Value *> ys(dirs), lastH(dirs), lastC(dirs);
+    for (int64_t d = 0; d < dirs; ++d) {
+      const bool reverse = direction == "reverse" || d == 1;
+      // W_d^T [I, G*H], R_d^T [H, G*H] (GRU's h gate apart when its reset
+      // gate multiplies the state first), biases summed.
+      std::vector<double> wt(inputs * gates * h), rt(h * gates * h), bsum(gates * h);
+      for (int64_t o = 0; o < gates * h; ++o) {
+        for (int64_t i = 0; i < inputs; ++i) {
+          wt[i * gates * h + o] = (*w)[(d * gates * h + o) * inputs + i];
+        }
+        for (int64_t i = 0; i < h; ++i) {
+          rt[i * gates * h + o] = (*r)[(d * gates * h + o) * h + i];
+        }
+        const double wb = bias[d * 2 * gates * h + o];
+        const double rb = bias[d * 2 * gates * h + gates * h + o];
+        // GRU's h gate keeps its recurrent bias apart (inside the reset).
+        bsum[o] = type == "GRU" && o >= 2 * h ? wb : wb + rb;
+      }
+      std::vector<double> rbH(h);
+      for (int64_t o = 0; o < h; ++o) {
+        rbH[o] = bias[d * 2 * gates * h + gates * h + 2 * h + o];
+      }
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * flatX, rewriteOp(name, "Reshape", {x, constInts({steps * batch, inputs}, name)}));
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * proj, rewriteOp(name, "MatMul", {flatX, constant({inputs, gates * h}, wt)}));
+      COMPILER_ASSIGN_OR_RETURN(
+          proj, rewriteOp(name, "Add", {proj, constant({gates * h}, bsum)}));
+      COMPILER_ASSIGN_OR_RETURN(
+          proj, rewriteOp(name, "Reshape", {proj, constInts({steps, batch, gates * h}, name)}));
+      Value *rAll = constant({h, gates * h}, rt);
+      COMPILER_ASSIGN_OR_RETURN(Value * hState, initial(operand(5), d));
+      Value *cState = nullptr;
+      if (type == "LSTM") {
+        COMPILER_ASSIGN_OR_RETURN(cState, initial(operand(6), d));
+      }
+      const Activation &f = fns[d * perDir];
+      std::vector<Value *> outs(steps);
+      for (int64_t s = 0; s < steps; ++s) {
+        const int64_t t = reverse ? steps - 1 - s : s;
+        COMPILER_ASSIGN_OR_RETURN(
+            Value * xt,
+            rewriteOp(name, "Gather",
+                      {proj, constScalar(ElementType::I64, double(t), name)},
+                      {{"axis", Attribute(int64_t(0))}}));
+        Value *hNew = nullptr, *cNew = nullptr;
+        if (type == "GRU") {
+          COMPILER_ASSIGN_OR_RETURN(Value * rec, rewriteOp(name, "MatMul", {hState, rAll}));
+          COMPILER_ASSIGN_OR_RETURN(Value * xzr, slice(xt, 1, 0, 2 * h));
+          COMPILER_ASSIGN_OR_RETURN(Value * hzr, slice(rec, 1, 0, 2 * h));
+          COMPILER_ASSIGN_OR_RETURN(Value * zr, rewriteOp(name, "Add", {xzr, hzr}));
+          COMPILER_ASSIGN_OR_RETURN(zr, clipped(zr));
+          COMPILER_ASSIGN_OR_RETURN(zr, apply(f, zr));
+          COMPILER_ASSIGN_OR_RETURN(Value * z, slice(zr, 1, 0, h));
+          COMPILER_ASSIGN_OR_RETURN(Value * rg, slice(zr, 1, h, 2 * h));
+          COMPILER_ASSIGN_OR_RETURN(Value * xh, slice(xt, 1, 2 * h, 3 * h));
+          Value *hh = nullptr;
+          if (lbr) {
+            COMPILER_ASSIGN_OR_RETURN(Value * rh, slice(rec, 1, 2 * h, 3 * h));
+            COMPILER_ASSIGN_OR_RETURN(rh, rewriteOp(name, "Add", {rh, constant({h}, rbH)}));
+            COMPILER_ASSIGN_OR_RETURN(rh, rewriteOp(name, "Mul", {rg, rh}));
+            COMPILER_ASSIGN_OR_RETURN(hh, rewriteOp(name, "Add", {xh, rh}));
+          } else {
+            COMPILER_ASSIGN_OR_RETURN(Value * reset, rewriteOp(name, "Mul", {rg, hState}));
+            COMPILER_ASSIGN_OR_RETURN(Value * rH, slice(rAll, 1, 2 * h, 3 * h));
+            COMPILER_ASSIGN_OR_RETURN(Value * rh, rewriteOp(name, "MatMul", {reset, rH}));
+            COMPILER_ASSIGN_OR_RETURN(rh, rewriteOp(name, "Add", {rh, constant({h}, rbH)}));
+            COMPILER_ASSIGN_OR_RETURN(hh, rewriteOp(name, "Add", {xh, rh}));
+          }
+          COMPILER_ASSIGN_OR_RETURN(hh, clipped(hh));
+          COMPILER_ASSIGN_OR_RETURN(hh, apply(fns[d * perDir + 1], hh));
+          // (1 - z) * hh + z * H = hh + z * (H - hh)
+          COMPILER_ASSIGN_OR_RETURN(Value * diff, rewriteOp(name, "Sub", {hState, hh}));
+          COMPILER_ASSIGN_OR_RETURN(diff, rewriteOp(name, "Mul", {z, diff}));
+          COMPILER_ASSIGN_OR_RETURN(hNew, rewriteOp(name, "Add", {hh, diff}));
+        } else {
+          COMPILER_ASSIGN_OR_RETURN(Value * rec, rewriteOp(name, "MatMul", {hState, rAll}));
+          COMPILER_ASSIGN_OR_RETURN(Value * pre, rewriteOp(name, "Add", {xt, rec}));
+          if (type == "RNN") {
+            COMPILER_ASSIGN_OR_RETURN(pre, clipped(pre));
+            COMPILER_ASSIGN_OR_RETURN(hNew, apply(f, pre));
+          } else {
+            // Gate order i, o, f, c; peepholes i, o, f.
+            auto gate = [&](int64_t g) { return slice(pre, 1, g * h, (g + 1) * h); };
+            auto peephole = [&](Value *v, int64_t k, Value *c) -> absl::StatusOr<Value *> {
+              if (peep.empty()) {
+                return v;
+              }
+              std::vector<double> pk(peep.begin() + (d * 3 + k) * h,
+                                     peep.begin() + (d * 3 + k + 1) * h);
+              COMPILER_ASSIGN_OR_RETURN(Value * m, rewriteOp(name, "Mul", {c, constant({h}, pk)}));
+              return rewriteOp(name, "Add", {v, m});
+            };
+            COMPILER_ASSIGN_OR_RETURN(Value * gi, gate(0));
+            COMPILER_ASSIGN_OR_RETURN(gi, peephole(gi, 0, cState));
+            COMPILER_ASSIGN_OR_RETURN(gi, clipped(gi));
+            COMPILER_ASSIGN_OR_RETURN(gi, apply(f, gi));
+            COMPILER_ASSIGN_OR_RETURN(Value * gf, gate(2));
+            COMPILER_ASSIGN_OR_RETURN(gf, peephole(gf, 2, cState));
+            COMPILER_ASSIGN_OR_RETURN(gf, clipped(gf));
+            COMPILER_ASSIGN_OR_RETURN(gf, apply(f, gf));
+            COMPILER_ASSIGN_OR_RETURN(Value * gc, gate(3));
+            COMPILER_ASSIGN_OR_RETURN(gc, clipped(gc));
+            COMPILER_ASSIGN_OR_RETURN(gc, apply(fns[d * perDir + 1], gc));
+            COMPILER_ASSIGN_OR_RETURN(Value * keep, rewriteOp(name, "Mul", {gf, cState}));
+            COMPILER_ASSIGN_OR_RETURN(Value * put, rewriteOp(name, "Mul", {gi, gc}));
+            COMPILER_ASSIGN_OR_RETURN(cNew, rewriteOp(name, "Add", {keep, put}));
+            COMPILER_ASSIGN_OR_RETURN(Value * go, gate(1));
+            COMPILER_ASSIGN_OR_RETURN(go, peephole(go, 1, cNew));
+            COMPILER_ASSIGN_OR_RETURN(go, clipped(go));
+            COMPILER_ASSIGN_OR_RETURN(go, apply(f, go));
+            COMPILER_ASSIGN_OR_RETURN(Value * hc, apply(fns[d * perDir + 2], cNew));
+            COMPILER_ASSIGN_OR_RETURN(hNew, rewriteOp(name, "Mul", {go, hc}));
+          }
+        }
+        Value *y = hNew;
+        if (masked) {
+          std::vector<int64_t> valid(batch);
+          for (int64_t b = 0; b < batch; ++b) {
+            valid[b] = t < lengths[b];
+          }
+          Op *m = graph_->createConstant(TensorType::ranked(ElementType::Bool, {batch, 1}),
+                                         DenseData::fromInt64s(ElementType::Bool, valid));
+          m->setNodeName(name);
+          COMPILER_ASSIGN_OR_RETURN(hNew, rewriteOp(name, "Where", {m->result(), hNew, hState}));
+          if (cNew) {
+            COMPILER_ASSIGN_OR_RETURN(cNew, rewriteOp(name, "Where", {m->result(), cNew, cState}));
+          }
+          COMPILER_ASSIGN_OR_RETURN(
+              y, rewriteOp(name, "Where", {m->result(), y, constScalar(ElementType::F32, 0, name)}));
+        }
+        hState = hNew;
+        cState = cNew;
+        COMPILER_ASSIGN_OR_RETURN(outs[t], rewriteOp(name, "Unsqueeze", {y, constInts({0, 1}, name)}));
+      }
+      COMPILER_ASSIGN_OR_RETURN(ys[d], rewriteOp(name, "Concat", outs, {{"axis", Attribute(int64_t(0))}}));
+      lastH[d] = hState;
+      lastC[d] = cState;
+    }
+    auto define = [&](int k, Value *v) -> absl::Status {
+      if (k >= node.output_size() || node.output(k).empty()) {
+        return absl::OkStatus();
+      }
+      COMPILER_ASSIGN_OR_RETURN(v, rewriteOp(name, "Identity", {v}, {}, node.output(k)));
+      if (values_.count(node.output(k))) {
+        return nodeError(node, index, "output '" + node.output(k) + "' is already defined");
+      }
+      values_[node.output(k)] = v;
+      return absl::OkStatus();
+    };
+    // Y [T, D, B, H] (layout 1: [B, T, D, H]); Y_h, Y_c [D, B, H] (layout
+    // 1: [B, D, H]).
+    auto joinStates = [&](std::vector<Value *> &states) -> absl::StatusOr<Value *> {
+      std::vector<Value *> parts;
+      for (Value *s : states) {
+        COMPILER_ASSIGN_OR_RETURN(Value * u, rewriteOp(name, "Unsqueeze", {s, constInts({0}, name)}));
+        parts.push_back(u);
+      }
+      Value *joined = parts[0];
+      if (parts.size() > 1) {
+        COMPILER_ASSIGN_OR_RETURN(joined, rewriteOp(name, "Concat", parts, {{"axis", Attribute(int64_t(0))}}));
+      }
+      if (layout == 1) {
+        return rewriteOp(name, "Transpose", {joined}, {{"perm", Attribute(graph::IntList{1, 0, 2})}});
+      }
+      return joined;
+    };
+    Value *y = ys[0];
+    if (dirs > 1) {
+      COMPILER_ASSIGN_OR_RETURN(y, rewriteOp(name, "Concat", ys, {{"axis", Attribute(int64_t(1))}}));
+    }
+    if (layout == 1) {
+      COMPILER_ASSIGN_OR_RETURN(
+          y, rewriteOp(name, "Transpose", {y}, {{"perm", Attribute(graph::IntList{2, 0, 1, 3})}}));
+    }
+    COMPILER_RETURN_IF_ERROR(define(0, y));
+    COMPILER_ASSIGN_OR_RETURN(Value * yh, joinStates(lastH));
+    COMPILER_RETURN_IF_ERROR(define(1, yh));
+    if (type == "LSTM") {
+      COMPILER_ASSIGN_OR_RETURN(Value * yc, joinStates(lastC));
+      COMPILER_RETURN_IF_ERROR(define(2, yc));
+    }
+    return absl::OkStatus();
+  }
+
+  // Constant indices of a scatter or gather: int64 values, negatives
+  // counted from the end of the axis they index (|extents|, cycled), each
+  // checked to lie in range.
+  absl::StatusOr<std::vector<int64_t>>
+  constantIndices(const onnx::NodeProto &node, int index, Value *indices,
+                  llvm::ArrayRef<int64_t> extents) {
+    auto values = graph::getConstantInts(indices);
+    if (!values) {
+      return unimplemented(node, index,
+                           "run-time indices (the indices must be constants)");
+    }
+    for (size_t i = 0; i < values->size(); ++i) {
+      int64_t n = extents[i % extents.size()];
+      int64_t &v = (*values)[i];
+      if (v < -n || v >= n) {
+        return nodeError(node, index,
+                         "index " + std::to_string(v) +
+                             " is out of range for an axis of extent " +
+                             std::to_string(n));
+      }
+      v = v < 0 ? v + n : v;
+    }
+    return *values;
+  }
+
+  // Elements of |v| (static shape |dims|) picked by the constant flat
+  // positions |picks| (shape |shape|): a Gather from the flattened tensor.
+  absl::StatusOr<Value *> pickElements(const std::string &name, Value *v,
+                                       const std::vector<int64_t> &picks,
+                                       std::vector<int64_t> shape) {
+    const int64_t count = v->type().numElements();
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * flat, rewriteOp(name, "Reshape", {v, constInts({count}, name)}));
+    Op *c = graph_->createConstant(
+        TensorType::ranked(ElementType::I64, std::move(shape)),
+        DenseData::fromInt64s(ElementType::I64, picks));
+    c->setNodeName(name);
+    return rewriteOp(name, "Gather", {flat, c->result()},
+                     {{"axis", Attribute(int64_t(0))}});
+  }
+
+  // ScatterElements (and opset-10 Scatter) and ScatterND of constant
+  // indices. The target of every update element is known at import, so the
+  // output is the data with, in layer j, the element positions written by
+  // a j-th update replaced by Where(mask_j, reduce(out, update), out): the
+  // updates picked by a constant Gather (reduction none: the last writer
+  // only; add, mul, max, min: every writer in order).
+  absl::Status importScatter(const onnx::NodeProto &node, int index,
+                             const std::vector<Value *> &operands,
+                             const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    if (operands.size() != 3 || !operands[0] || !operands[1] || !operands[2]) {
+      return nodeError(node, index, "expected data, indices and updates");
+    }
+    Value *data = operands[0], *updates = operands[2];
+    const TensorType &dt = data->type(), &it = operands[1]->type(),
+                     &ut = updates->type();
+    if (!dt.hasStaticShape() || !it.hasStaticShape() || !ut.hasStaticShape()) {
+      return unimplemented(node, index, "operands of dynamic shape");
+    }
+    if (ut.elementType() != dt.elementType()) {
+      return nodeError(node, index, "updates and data differ in element type");
+    }
+    std::string reduction = "none";
+    if (auto r = attrs.find("reduction"); r != attrs.end()) {
+      if (!r->second.isString()) {
+        return nodeError(node, index, "attribute 'reduction' must be a string");
+      }
+      reduction = r->second.getString();
+    }
+    static const std::map<std::string, const char *> kReduce = {
+        {"none", ""}, {"add", "Add"}, {"mul", "Mul"}, {"max", "Max"},
+        {"min", "Min"}};
+    if (!kReduce.count(reduction)) {
+      return nodeError(node, index, "unknown reduction '" + reduction + "'");
+    }
+    const std::vector<int64_t> dims = dt.dims().vec();
+    const int64_t rank = dt.rank();
+    std::vector<int64_t> strides(rank, 1);
+    for (int64_t a = rank - 2; a >= 0; --a) {
+      strides[a] = strides[a + 1] * dims[a + 1];
+    }
+    std::vector<int64_t> target; // per update element, in order
+    if (node.op_type() == "ScatterND") {
+      const int64_t q = it.rank() ? it.dims().back() : 0;
+      if (it.rank() < 1 || q < 1 || q > rank) {
+        return nodeError(node, index,
+                         "indices must end in a dim of 1 to the data's rank");
+      }
+      std::vector<int64_t> want(it.dims().begin(), it.dims().end() - 1);
+      want.insert(want.end(), dims.begin() + q, dims.end());
+      if (ut.dims().vec() != want) {
+        return nodeError(node, index,
+                         "updates must have the shape indices.shape[:-1] + "
+                         "data.shape[indices.shape[-1]:]");
+      }
+      COMPILER_ASSIGN_OR_RETURN(
+          std::vector<int64_t> idx,
+          constantIndices(node, index, operands[1],
+                          llvm::ArrayRef(dims).take_front(q)));
+      const int64_t inner = q < rank ? strides[q - 1] : 1;
+      for (size_t t = 0; t < idx.size(); t += q) {
+        int64_t base = 0;
+        for (int64_t k = 0; k < q; ++k) {
+          base += idx[t + k] * strides[k];
+        }
+        for (int64_t r = 0; r < inner; ++r) {
+          target.push_back(base + r);
+        }
+      }
+    } else {
+      COMPILER_ASSIGN_OR_RETURN(double axisAttr,
+                                numberAttr(node, index, attrs, "axis", 0));
+      int64_t axis = static_cast<int64_t>(axisAttr);
+      if (axis < -rank || axis >= rank) {
+        return nodeError(node, index, "axis is out of range");
+      }
+      axis = axis < 0 ? axis + rank : axis;
+      if (it.dims() != ut.dims() || it.rank() != rank) {
+        return nodeError(node, index,
+                         "indices and updates must have one shape, of the "
+                         "data's rank");
+      }
+      for (int64_t a = 0; a < rank; ++a) {
+        if (a != axis && it.dims()[a] > dims[a]) {
+          return nodeError(node, index,
+                           "indices exceed the data along axis " +
+                               std::to_string(a));
+        }
+      }
+      COMPILER_ASSIGN_OR_RETURN(
+          std::vector<int64_t> idx,
+          constantIndices(node, index, operands[1], {dims[axis]}));
+      std::vector<int64_t> pos(rank, 0);
+      for (int64_t v : idx) {
+        int64_t t = 0;
+        for (int64_t a = 0; a < rank; ++a) {
+          t += (a == axis ? v : pos[a]) * strides[a];
+        }
+        target.push_back(t);
+        for (int64_t a = rank - 1; a >= 0 && ++pos[a] == it.dims()[a]; --a) {
+          pos[a] = 0;
+        }
+      }
+    }
+    const int64_t count = dt.numElements();
+    std::vector<std::vector<int64_t>> writers(count);
+    for (size_t u = 0; u < target.size(); ++u) {
+      if (reduction == "none") {
+        writers[target[u]].assign(1, int64_t(u));
+      } else {
+        writers[target[u]].push_back(int64_t(u));
+      }
+    }
+    size_t layers = 0;
+    for (const auto &w : writers) {
+      layers = std::max(layers, w.size());
+    }
+    Value *out = data;
+    for (size_t j = 0; j < layers; ++j) {
+      std::vector<int64_t> picks(count, 0), mask(count, 0);
+      for (int64_t t = 0; t < count; ++t) {
+        if (j < writers[t].size()) {
+          picks[t] = writers[t][j];
+          mask[t] = 1;
+        }
+      }
+      COMPILER_ASSIGN_OR_RETURN(Value * picked,
+                                pickElements(name, updates, picks, dims));
+      if (reduction != "none") {
+        COMPILER_ASSIGN_OR_RETURN(
+            picked, rewriteOp(name, kReduce.at(reduction), {out, picked}));
+      }
+      Op *m = graph_->createConstant(TensorType::ranked(ElementType::Bool, dims),
+                                     DenseData::fromInt64s(ElementType::Bool, mask));
+      m->setNodeName(name);
+      COMPILER_ASSIGN_OR_RETURN(
+          out, rewriteOp(name, "Where", {m->result(), picked, out}, {},
+                         j + 1 == layers ? node.output(0) : ""));
+    }
+    if (out == data) {
+      COMPILER_ASSIGN_OR_RETURN(
+          out, rewriteOp(name, "Identity", {data}, {}, node.output(0)));
+    }
+    return defineOutput(node, index, out);
+  }
+
+  // GatherND of constant indices: a Gather of the flattened data at the
+  // flat positions the index tuples (after batch_dims shared leading dims)
+  // name.
+  absl::Status importGatherND(const onnx::NodeProto &node, int index,
+                              const std::vector<Value *> &operands,
+                              const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    if (operands.size() != 2 || !operands[0] || !operands[1]) {
+      return nodeError(node, index, "expected data and indices");
+    }
+    const TensorType &dt = operands[0]->type(), &it = operands[1]->type();
+    if (!dt.hasStaticShape() || !it.hasStaticShape()) {
+      return unimplemented(node, index, "operands of dynamic shape");
+    }
+    COMPILER_ASSIGN_OR_RETURN(double batchAttr,
+                              numberAttr(node, index, attrs, "batch_dims", 0));
+    const int64_t b = static_cast<int64_t>(batchAttr), rank = dt.rank();
+    const int64_t q = it.rank() ? it.dims().back() : 0;
+    if (b < 0 || it.rank() < 1 || b >= std::min(rank, it.rank()) || q < 1 ||
+        b + q > rank) {
+      return nodeError(node, index,
+                       "needs 0 <= batch_dims < both ranks and an index "
+                       "tuple of 1 to rank - batch_dims entries");
+    }
+    for (int64_t a = 0; a < b; ++a) {
+      if (dt.dims()[a] != it.dims()[a]) {
+        return nodeError(node, index,
+                         "data and indices differ in batch dim " +
+                             std::to_string(a));
+      }
+    }
+    const std::vector<int64_t> dims = dt.dims().vec();
+    std::vector<int64_t> strides(rank, 1);
+    for (int64_t a = rank - 2; a >= 0; --a) {
+      strides[a] = strides[a + 1] * dims[a + 1];
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        std::vector<int64_t> idx,
+        constantIndices(node, index, operands[1],
+                        llvm::ArrayRef(dims).slice(b, q)));
+    // Tuples per batch position, elements per picked slice.
+    const int64_t batches = b ? dims[0] * strides[0] / strides[b - 1] : 1;
+    const int64_t tuples = int64_t(idx.size()) / q / batches;
+    const int64_t inner = b + q < rank ? strides[b + q - 1] : 1;
+    std::vector<int64_t> picks;
+    for (int64_t n = 0; n < batches; ++n) {
+      for (int64_t t = 0; t < tuples; ++t) {
+        int64_t base = b ? n * strides[b - 1] : 0;
+        for (int64_t k = 0; k < q; ++k) {
+          base += idx[(n * tuples + t) * q + k] * strides[b + k];
+        }
+        for (int64_t r = 0; r < inner; ++r) {
+          picks.push_back(base + r);
+        }
+      }
+    }
+    std::vector<int64_t> shape(it.dims().begin(), it.dims().end() - 1);
+    shape.insert(shape.end(), dims.begin() + b + q, dims.end());
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * out, pickElements(name, operands[0], picks, shape));
+    COMPILER_ASSIGN_OR_RETURN(
+        out, rewriteOp(name, "Identity", {out}, {}, node.output(0)));
+    return defineOutput(node, index, out);
+  }
+
+  // HannWindow, HammingWindow and BlackmanWindow of a constant size: the
+  // constant a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), n = 0..size-1,
+  // N = size (periodic, the default) or size - 1, of element type
+  // output_datatype (default float).
+  absl::Status importWindow(const onnx::NodeProto &node, int index,
+                            const std::vector<Value *> &operands,
+                            const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    if (operands.size() != 1 || !operands[0]) {
+      return nodeError(node, index, "expected 1 operand (the size)");
+    }
+    auto size = graph::getConstantFloats(operands[0]);
+    if (!size) {
+      return unimplemented(node, index,
+                           "the size must be a constant (it sets the "
+                           "output's shape)");
+    }
+    if (size->size() != 1 || (*size)[0] < 0 ||
+        (*size)[0] != std::floor((*size)[0])) {
+      return nodeError(node, index,
+                       "the size must be one non-negative integer");
+    }
+    if ((*size)[0] > double(1 << 24)) {
+      return unimplemented(node, index, "a window of more than 2^24 samples");
+    }
+    ElementType et = ElementType::F32;
+    if (auto it = attrs.find("output_datatype"); it != attrs.end()) {
+      auto mapped = it->second.isInt()
+                        ? mapElementType(static_cast<int32_t>(it->second.getInt()))
+                        : std::nullopt;
+      if (!mapped || *mapped == ElementType::Bool) {
+        return nodeError(node, index, "unsupported output_datatype");
+      }
+      et = *mapped;
+    }
+    COMPILER_ASSIGN_OR_RETURN(double periodic,
+                              numberAttr(node, index, attrs, "periodic", 1));
+    double a0 = 0.5, a1 = 0.5, a2 = 0;
+    if (node.op_type() == "HammingWindow") {
+      a0 = 25.0 / 46;
+      a1 = 1 - a0;
+    } else if (node.op_type() == "BlackmanWindow") {
+      a0 = 0.42;
+      a2 = 0.08;
+    }
+    const int64_t n = static_cast<int64_t>((*size)[0]);
+    const double period = periodic != 0 ? double(n) : double(n - 1);
+    std::vector<double> values(n);
+    for (int64_t i = 0; i < n; ++i) {
+      double angle = 2 * M_PI * double(i) / period;
+      values[i] = a0 - a1 * std::cos(angle) + a2 * std::cos(2 * angle);
+    }
+    Op *c = graph_->createConstant(TensorType::ranked(et, {n}),
+                                   DenseData::fromDoubles(et, values));
+    c->setNodeName(name);
+    return defineOutput(node, index, c->result());
+  }
+
   // EyeLike: a constant of the input's (static, 2-D) shape, ones on the
   // diagonal k, of element type dtype (default: the input's).
   absl::Status importEyeLike(const onnx::NodeProto &node, int index,
@@ -2102,6 +3036,9 @@ private:
         COMPILER_RETURN_IF_ERROR(fillValue(node, index, a, attrs));
         continue;
       }
+      if (a.type() == onnx::AttributeProto::STRINGS && isRecurrent(opType)) {
+        continue; // activations: importRecurrent reads them from the node
+      }
       auto attr = convertAttr(a);
       if (!attr.ok()) {
         return nodeError(node, index, std::string(attr.status().message()));
@@ -2184,6 +3121,18 @@ private:
       return importComposite(node, index, operands, attrs);
     } else if (opType == "Range") {
       return importRange(node, index, operands);
+    } else if (opType == "HannWindow" || opType == "HammingWindow" ||
+               opType == "BlackmanWindow") {
+      return importWindow(node, index, operands, attrs);
+    } else if (opType == "Scatter" || opType == "ScatterElements" ||
+               opType == "ScatterND") {
+      return importScatter(node, index, operands, attrs);
+    } else if (isRecurrent(opType)) {
+      return importRecurrent(node, index, operands, attrs);
+    } else if (opType == "GatherND") {
+      return importGatherND(node, index, operands, attrs);
+    } else if (opType == "Einsum") {
+      return importEinsum(node, index, operands, attrs);
     } else if (opType == "EyeLike") {
       return importEyeLike(node, index, operands, attrs);
     } else if (opType == "Tile") {
@@ -2241,6 +3190,13 @@ private:
     COMPILER_RETURN_IF_ERROR(graph::inferResultTypes(*op, types));
     for (size_t i = 0; i < results; ++i) {
       op->result(i)->setType(types[i]);
+    }
+    std::vector<Value *> defined(op->results().begin(), op->results().end());
+    COMPILER_ASSIGN_OR_RETURN(std::vector<Op *> folded, foldAtImport(op));
+    for (size_t i = 0; i < folded.size(); ++i) {
+      defined[i] = folded[i]->result();
+    }
+    for (size_t i = 0; i < results; ++i) {
       if (names[i].empty()) {
         continue;
       }
@@ -2248,7 +3204,7 @@ private:
         return nodeError(node, index,
                          "output '" + names[i] + "' is already defined");
       }
-      values_[names[i]] = op->result(i);
+      values_[names[i]] = defined[i];
     }
     return absl::OkStatus();
   }
