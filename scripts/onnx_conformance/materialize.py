@@ -91,7 +91,7 @@ OPS = {
     "HammingWindow": "hammingwindow", "BlackmanWindow": "blackmanwindow",
     "Einsum": "einsum", "Scatter": "scatter", "ScatterElements": "scatterelements",
     "ScatterND": "scatternd", "GatherND": "gathernd", "RNN": "rnn", "GRU": "gru",
-    "LSTM": "lstm",
+    "LSTM": "lstm", "DynamicQuantizeLinear": "dynamicquantizelinear",
 }
 # Mish (opset 18) has no generator in onnx 1.12: its cases are Osprey's own.
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
@@ -135,6 +135,7 @@ CONST_INPUTS = {
 # Operator -> node input positions that stay run-time inputs in the
 # "osprey_runtime_" variant of each case.
 RUNTIME_VARIANTS = {"Gather": {1}, "Where": {0}, "QLinearMatMul": {3},
+                    "QuantizeLinear": {1, 2}, "DequantizeLinear": {1, 2},
                     "MatMulInteger": {1}}
 
 # ONNX element types Osprey does not compile.
@@ -178,7 +179,8 @@ FAMILIES = {
     "logic": ["Cast", "CastLike", "Where", "Equal", "Less", "Greater", "LessOrEqual",
               "GreaterOrEqual", "And", "Or", "Xor", "Not", "IsNaN", "IsInf"],
     "quant": ["QuantizeLinear", "DequantizeLinear", "QLinearConv",
-              "QLinearMatMul", "ConvInteger", "MatMulInteger"],
+              "QLinearMatMul", "ConvInteger", "MatMulInteger",
+              "DynamicQuantizeLinear"],
 }
 
 

@@ -61,7 +61,8 @@ const char *const kRewrittenOps[] = {
     "ThresholdedRelu", "Mish", "GlobalMaxPool", "Hardmax", "Range", "Tile",
     "EyeLike", "InstanceNormalization", "MeanVarianceNormalization", "LRN",
     "HannWindow", "HammingWindow", "BlackmanWindow", "Einsum", "Scatter",
-    "ScatterElements", "ScatterND", "GatherND", "RNN", "GRU", "LSTM"};
+    "ScatterElements", "ScatterND", "GatherND", "RNN", "GRU", "LSTM",
+    "DynamicQuantizeLinear"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -2076,6 +2077,141 @@ private:
     return absl::OkStatus();
   }
 
+  // round(x / scale) + zero point, saturated to |type| and cast to it, in
+  // f32 arithmetic (scale and zero point may be run-time values; |zp| may be
+  // null for 0). Round is to nearest even, as the ONNX definition.
+  absl::StatusOr<Value *> quantizeArithmetic(const std::string &name, Value *x,
+                                             Value *scale, Value *zp,
+                                             ElementType type,
+                                             const std::string &resultName) {
+    COMPILER_ASSIGN_OR_RETURN(Value * q, rewriteOp(name, "Div", {x, scale}));
+    COMPILER_ASSIGN_OR_RETURN(q, rewriteOp(name, "Round", {q}));
+    if (zp) {
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * zf, rewriteOp(name, "Cast", {zp}, {{"to", Attribute("f32")}}));
+      COMPILER_ASSIGN_OR_RETURN(q, rewriteOp(name, "Add", {q, zf}));
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        q, rewriteOp(name, "Clip",
+                     {q,
+                      constScalar(ElementType::F32,
+                                  double(graph::integerTypeMin(type)), name),
+                      constScalar(ElementType::F32,
+                                  double(graph::integerTypeMax(type)), name)}));
+    return rewriteOp(name, "Cast", {q},
+                     {{"to", Attribute(graph::elementTypeName(type).str())}},
+                     resultName);
+  }
+
+  // QuantizeLinear and DequantizeLinear whose scale or zero point is
+  // computed at run time: the arithmetic of their definitions (per tensor,
+  // or per channel along axis), no integer op for the QDQ fusion to use.
+  absl::Status importRunTimeQuantize(const onnx::NodeProto &node, int index,
+                                     const std::vector<Value *> &operands,
+                                     const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    Value *x = operands[0];
+    Value *scale = operands[1];
+    Value *zp = operands.size() > 2 ? operands[2] : nullptr;
+    if (!x || !x->type().hasRank() || !scale->type().hasStaticShape() ||
+        scale->type().rank() > 1) {
+      return nodeError(node, index,
+                       "needs a ranked input and a scalar or 1-D scale");
+    }
+    if (scale->type().elementType() != ElementType::F32) {
+      return unimplemented(node, index, "a scale that is not f32");
+    }
+    if (scale->type().rank() == 1) {
+      // Per channel: the scale (and zero point) along |axis|.
+      COMPILER_ASSIGN_OR_RETURN(double axisAttr,
+                                numberAttr(node, index, attrs, "axis", 1));
+      int64_t rank = x->type().rank(), axis = int64_t(axisAttr);
+      if (axis < -rank || axis >= rank) {
+        return nodeError(node, index, "axis is out of range");
+      }
+      axis = axis < 0 ? axis + rank : axis;
+      std::vector<int64_t> shape(rank - axis, 1);
+      shape[0] = scale->type().dims()[0];
+      COMPILER_ASSIGN_OR_RETURN(
+          scale, rewriteOp(name, "Reshape", {scale, constInts(shape, name)}));
+      if (zp) {
+        COMPILER_ASSIGN_OR_RETURN(
+            zp, rewriteOp(name, "Reshape", {zp, constInts(shape, name)}));
+      }
+    }
+    if (node.op_type() == "QuantizeLinear") {
+      ElementType type = zp ? zp->type().elementType() : ElementType::U8;
+      if (!graph::isQuantizedType(type)) {
+        return unimplemented(node, index, "quantization to " +
+                                              graph::elementTypeName(type).str());
+      }
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * y, quantizeArithmetic(name, x, scale, zp, type, node.output(0)));
+      return defineOutput(node, index, y);
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * y, rewriteOp(name, "Cast", {x}, {{"to", Attribute("f32")}}));
+    if (zp) {
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * zf, rewriteOp(name, "Cast", {zp}, {{"to", Attribute("f32")}}));
+      COMPILER_ASSIGN_OR_RETURN(y, rewriteOp(name, "Sub", {y, zf}));
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        y, rewriteOp(name, "Mul", {y, scale}, {}, node.output(0)));
+    return defineOutput(node, index, y);
+  }
+
+  // DynamicQuantizeLinear: uint8 with the scale (max(x, 0) - min(x, 0)) /
+  // 255 and the zero point round(-min / scale) saturated, all computed at
+  // run time; its three outputs y, y_scale, y_zero_point.
+  absl::Status importDynamicQuantize(const onnx::NodeProto &node, int index,
+                                     const std::vector<Value *> &operands) {
+    const std::string name = nodeName(node, index);
+    if (operands.size() != 1 || !operands[0] ||
+        operands[0]->type().elementType() != ElementType::F32) {
+      return nodeError(node, index, "expected one f32 operand");
+    }
+    Value *x = operands[0];
+    Value *zero = constScalar(ElementType::F32, 0, name);
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * lo, rewriteOp(name, "ReduceMin", {x},
+                              {{"keepdims", Attribute(int64_t(0))}}));
+    COMPILER_ASSIGN_OR_RETURN(lo, rewriteOp(name, "Min", {lo, zero}));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * hi, rewriteOp(name, "ReduceMax", {x},
+                              {{"keepdims", Attribute(int64_t(0))}}));
+    COMPILER_ASSIGN_OR_RETURN(hi, rewriteOp(name, "Max", {hi, zero}));
+    COMPILER_ASSIGN_OR_RETURN(Value * scale, rewriteOp(name, "Sub", {hi, lo}));
+    COMPILER_ASSIGN_OR_RETURN(
+        scale, rewriteOp(name, "Div",
+                         {scale, constScalar(ElementType::F32, 255, name)}));
+    COMPILER_ASSIGN_OR_RETURN(Value * negLo, rewriteOp(name, "Neg", {lo}));
+    std::string zpName = node.output_size() > 2 ? node.output(2) : "";
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * zp, quantizeArithmetic(name, negLo, scale, nullptr,
+                                       ElementType::U8, zpName));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * y, quantizeArithmetic(name, x, scale, zp, ElementType::U8,
+                                      node.output(0)));
+    std::vector<Value *> results = {y, scale, zp};
+    for (int k = 0; k < node.output_size() && k < 3; ++k) {
+      if (node.output(k).empty()) {
+        continue;
+      }
+      Value *v = results[k];
+      if (k == 1) {
+        COMPILER_ASSIGN_OR_RETURN(
+            v, rewriteOp(name, "Identity", {v}, {}, node.output(k)));
+      }
+      if (values_.count(node.output(k))) {
+        return nodeError(node, index,
+                         "output '" + node.output(k) + "' is already defined");
+      }
+      values_[node.output(k)] = v;
+    }
+    return absl::OkStatus();
+  }
+
   // Constant indices of a scatter or gather: int64 values, negatives
   // counted from the end of the axis they index (|extents|, cycled), each
   // checked to lie in range.
@@ -3090,6 +3226,16 @@ private:
                kind == OpKind::DequantizeLinear) {
       COMPILER_RETURN_IF_ERROR(
           canonicalizeQuantize(node, index, operands, attrs));
+      bool runTime =
+          operands.size() > 1 && operands[1] &&
+          (!graph::isConstant(operands[1]) ||
+           (operands.size() > 2 && operands[2] &&
+            !graph::isConstant(operands[2])));
+      if (runTime) {
+        return importRunTimeQuantize(node, index, operands, attrs);
+      }
+    } else if (opType == "DynamicQuantizeLinear") {
+      return importDynamicQuantize(node, index, operands);
     } else if (opType == "Dropout") {
       return importDropout(node, index, operands);
     } else if (opType == "Sum" || opType == "Mean") {
