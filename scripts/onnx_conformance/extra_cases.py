@@ -371,6 +371,16 @@ def _scatter_gather_cases(rng):
                  [data[0, :, :, 0], idx], [np.zeros(1, np.float32)])
     case.expect_reject = "out of range"
     out.append(("GatherND", case))
+    x = rng.randn(3, 5, 2).astype(np.float32)
+    lens = np.array([0, 5, 2], np.int64)
+    ref = x.copy()
+    for b in range(3):
+        ref[b, :lens[b]] = x[b, :lens[b]][::-1]
+    node = helper.make_node("ReverseSequence", ["x", "lens"], ["y"],
+                            batch_axis=0, time_axis=1)
+    out.append(("ReverseSequence", _case(
+        "osprey_reversesequence_rank3_batch_major", node, [x, lens], [ref],
+        opset=10)))
     return out
 
 

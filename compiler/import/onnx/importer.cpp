@@ -62,7 +62,7 @@ const char *const kRewrittenOps[] = {
     "EyeLike", "InstanceNormalization", "MeanVarianceNormalization", "LRN",
     "HannWindow", "HammingWindow", "BlackmanWindow", "Einsum", "Scatter",
     "ScatterElements", "ScatterND", "GatherND", "RNN", "GRU", "LSTM",
-    "DynamicQuantizeLinear"};
+    "DynamicQuantizeLinear", "ReverseSequence"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -2399,6 +2399,60 @@ private:
     return defineOutput(node, index, out);
   }
 
+  // ReverseSequence of constant sequence_lens: every element's source is
+  // known at import (the first lens[b] steps of batch b reversed, the rest
+  // in place), so it is one constant Gather of the flattened input.
+  absl::Status importReverseSequence(const onnx::NodeProto &node, int index,
+                                     const std::vector<Value *> &operands,
+                                     const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    if (operands.size() != 2 || !operands[0] || !operands[1]) {
+      return nodeError(node, index, "expected input and sequence_lens");
+    }
+    const TensorType &t = operands[0]->type();
+    if (!t.hasStaticShape() || t.rank() < 2) {
+      return unimplemented(node, index, "an input of dynamic shape or rank below 2");
+    }
+    COMPILER_ASSIGN_OR_RETURN(double b, numberAttr(node, index, attrs, "batch_axis", 1));
+    COMPILER_ASSIGN_OR_RETURN(double s, numberAttr(node, index, attrs, "time_axis", 0));
+    const int64_t batchAxis = int64_t(b), timeAxis = int64_t(s);
+    if ((batchAxis != 0 && batchAxis != 1) || (timeAxis != 0 && timeAxis != 1) ||
+        batchAxis == timeAxis) {
+      return nodeError(node, index, "batch_axis and time_axis must be 0 and 1");
+    }
+    auto lens = graph::getConstantInts(operands[1]);
+    if (!lens) {
+      return unimplemented(node, index, "run-time sequence_lens");
+    }
+    const std::vector<int64_t> dims = t.dims().vec();
+    if (int64_t(lens->size()) != dims[batchAxis]) {
+      return nodeError(node, index, "sequence_lens must hold one length per batch element");
+    }
+    for (int64_t l : *lens) {
+      if (l < 0 || l > dims[timeAxis]) {
+        return nodeError(node, index, "sequence length " + std::to_string(l) +
+                                          " is out of range for " +
+                                          std::to_string(dims[timeAxis]) + " steps");
+      }
+    }
+    const int64_t inner = t.numElements() / (dims[0] * dims[1]);
+    std::vector<int64_t> picks(t.numElements());
+    for (int64_t i = 0; i < dims[0]; ++i) {
+      for (int64_t j = 0; j < dims[1]; ++j) {
+        int64_t step = timeAxis == 0 ? i : j, batch = timeAxis == 0 ? j : i;
+        int64_t len = (*lens)[batch];
+        int64_t from = step < len ? len - 1 - step : step;
+        int64_t si = timeAxis == 0 ? from : i, sj = timeAxis == 0 ? j : from;
+        for (int64_t k = 0; k < inner; ++k) {
+          picks[(i * dims[1] + j) * inner + k] = (si * dims[1] + sj) * inner + k;
+        }
+      }
+    }
+    COMPILER_ASSIGN_OR_RETURN(Value * out, pickElements(name, operands[0], picks, dims));
+    COMPILER_ASSIGN_OR_RETURN(out, rewriteOp(name, "Identity", {out}, {}, node.output(0)));
+    return defineOutput(node, index, out);
+  }
+
   // GatherND of constant indices: a Gather of the flattened data at the
   // flat positions the index tuples (after batch_dims shared leading dims)
   // name.
@@ -3275,6 +3329,8 @@ private:
       return importScatter(node, index, operands, attrs);
     } else if (isRecurrent(opType)) {
       return importRecurrent(node, index, operands, attrs);
+    } else if (opType == "ReverseSequence") {
+      return importReverseSequence(node, index, operands, attrs);
     } else if (opType == "GatherND") {
       return importGatherND(node, index, operands, attrs);
     } else if (opType == "Einsum") {
