@@ -523,6 +523,49 @@ def _recurrent_cases(rng):
     return out
 
 
+def _half_cases(rng):
+    """Operators on float16 tensors; numpy computes each float16 op in
+    float32 and rounds the result, as Osprey does, so elementwise results
+    are exact; convolutions and matrix products sum in float32 and round
+    once (numpy's float16 products round each partial sum: within 1e-3)."""
+    out = []
+    a = (rng.randn(3, 8) * 4).astype(np.float16)
+    b = (rng.randn(1, 8) * 4).astype(np.float16)
+    a[0, :4] = [0, -0.0, 65504, -65504]
+    b[0, :4] = [np.inf, -np.inf, 65504, 3]
+    for op, fn in (("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply),
+                   ("Div", np.divide)):
+        node = helper.make_node(op, ["a", "b"], ["y"])
+        with np.errstate(all="ignore"):
+            y = fn(a, b)
+        case = _case("osprey_%s_float16" % op.lower(), node, [a, b], [y])
+        case.tolerance = 0
+        out.append((op, case))
+    x = (rng.randn(2, 16) * 3).astype(np.float16)
+    for op, fn in (("Sqrt", lambda v: np.sqrt(np.abs(v))),
+                   ("Exp", np.exp), ("Sigmoid", lambda v: 1 / (1 + np.exp(-v))),
+                   ("Tanh", np.tanh)):
+        inp = np.abs(x) if op == "Sqrt" else x
+        node = helper.make_node(op, ["x"], ["y"])
+        y = fn(inp.astype(np.float64)).astype(np.float16)
+        out.append((op, _case("osprey_%s_float16" % op.lower(), node, [inp],
+                              [y])))
+    m = rng.randn(4, 24).astype(np.float16)
+    k = rng.randn(24, 5).astype(np.float16)
+    node = helper.make_node("MatMul", ["m", "k"], ["y"])
+    out.append(("MatMul", _case(
+        "osprey_matmul_float16", node, [m, k],
+        [(m.astype(np.float64) @ k.astype(np.float64)).astype(np.float16)])))
+    xc = rng.randn(1, 3, 6, 6).astype(np.float16)
+    wc = rng.randn(4, 3, 3, 3).astype(np.float16)
+    node = helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])
+    out.append(("Conv", _case(
+        "osprey_conv_float16", node, [xc, wc],
+        [_conv_ref(xc.astype(np.float64), wc.astype(np.float64), 1, [1, 1],
+                   [1, 1], [1, 1, 1, 1]).astype(np.float16)])))
+    return out
+
+
 def cases():
     """Returns (op, case) pairs."""
     rng = np.random.RandomState(7)
@@ -976,6 +1019,7 @@ def cases():
     out.extend(_einsum_cases(rng))
     out.extend(_scatter_gather_cases(rng))
     out.extend(_recurrent_cases(rng))
+    out.extend(_half_cases(rng))
 
     from onnx.backend.test.case.node import resize as resize_gen
     x = rng.randn(1, 2, 4, 5).astype(np.float32)

@@ -67,14 +67,14 @@ bool isSignedInt(ElementType t) {
          t == ElementType::I32 || t == ElementType::I64;
 }
 
-bool isFloat(ElementType t) {
-  return t == ElementType::F32 || t == ElementType::F64;
+// Half floats (f16, bf16) are stored as 16 bits and computed with in f32,
+// each result rounded to their precision (math.h's conversions).
+bool isHalf(ElementType t) {
+  return t == ElementType::F16 || t == ElementType::BF16;
 }
 
-// Element types dispatch code loads, stores and computes with (half floats
-// need runtime support the bare-metal targets lack).
-bool isCodegenType(ElementType t) {
-  return t != ElementType::F16 && t != ElementType::BF16;
+bool isFloat(ElementType t) {
+  return t == ElementType::F32 || t == ElementType::F64 || isHalf(t);
 }
 
 // The inline expansion (math.h) of a transcendental scalar kind on f32.
@@ -277,10 +277,6 @@ private:
       }
       for (unsigned t : tensors) {
         ElementType et = elementTypeOf(t);
-        if (!isCodegenType(et)) {
-          return unimplemented(o, "element type " +
-                                      graph::elementTypeName(et).str());
-        }
         if (et == ElementType::F64 && narrowTarget()) {
           return unimplemented(o, "f64 on a 32-bit target (no double-precision "
                                   "unit, and no runtime helpers are linked)");
@@ -708,6 +704,10 @@ private:
     llvm::Value *value = v;
     if (et == ElementType::Bool) {
       value = b_.CreateICmpNE(value, b_.getInt8(0));
+    } else if (et == ElementType::F16) {
+      value = emitHalfToFloat(b_, value);
+    } else if (et == ElementType::BF16) {
+      value = emitBFloat16ToFloat(b_, value);
     }
     if (inBounds) {
       value = b_.CreateSelect(inBounds, value, typedConstant(*in.padValue, et));
@@ -811,19 +811,40 @@ private:
   // one byte, 0 or 1).
   llvm::Type *valueType(ElementType t) {
     switch (t) {
-    case ElementType::F32: return b_.getFloatTy();
+    case ElementType::F32:
+    case ElementType::F16:
+    case ElementType::BF16: return b_.getFloatTy();
     case ElementType::F64: return b_.getDoubleTy();
     case ElementType::Bool: return b_.getInt1Ty();
     default: return b_.getIntNTy(8 * graph::elementByteSize(t));
     }
   }
   llvm::Type *storageType(ElementType t) {
-    return t == ElementType::Bool ? b_.getInt8Ty() : valueType(t);
+    return t == ElementType::Bool ? b_.getInt8Ty()
+           : isHalf(t)            ? b_.getInt16Ty()
+                                  : valueType(t);
+  }
+
+  // |v| (f32) rounded to the precision of half type |t|, still f32.
+  llvm::Value *roundToHalf(llvm::Value *v, ElementType t) {
+    return t == ElementType::F16
+               ? emitHalfToFloat(b_, emitFloatToHalf(b_, v))
+               : emitBFloat16ToFloat(b_, emitFloatToBFloat16(b_, v));
   }
 
   // |v| as a constant of type |t|: integers truncate toward zero and
   // saturate (NaN is 0), bool is v != 0.
   llvm::Constant *typedConstant(double v, ElementType t) {
+    if (isHalf(t)) {
+      llvm::APFloat h(v);
+      bool lost;
+      h.convert(t == ElementType::F16 ? llvm::APFloat::IEEEhalf()
+                                      : llvm::APFloat::BFloat(),
+                llvm::APFloat::rmNearestTiesToEven, &lost);
+      h.convert(llvm::APFloat::IEEEsingle(),
+                llvm::APFloat::rmNearestTiesToEven, &lost);
+      return llvm::ConstantFP::get(ctx_, h);
+    }
     if (isFloat(t)) {
       return llvm::ConstantFP::get(valueType(t), v);
     }
@@ -1040,7 +1061,7 @@ private:
       auto a = [&](unsigned k) { return args[k]; };
       ElementType t = argTy.empty() ? ElementType::F32 : argTy[0];
       bool fp = isFloat(t);
-      bool f32Only = t == ElementType::F32;
+      bool f32Only = t == ElementType::F32 || isHalf(t);
       bool signedInt = isSignedInt(t);
       auto notFor = [&](const char *what) {
         return unimplemented(o, std::string(what) + " on " + typeName(t));
@@ -1124,9 +1145,6 @@ private:
         break;
       }
       case ScalarKind::Cast:
-        if (!isCodegenType(n.castTo)) {
-          return unimplemented(o, "cast to " + typeName(n.castTo));
-        }
         if (needsRuntimeHelper(t, n.castTo)) {
           return unimplemented(o, "a cast from " + typeName(t) + " to " +
                                       typeName(n.castTo) + " on a 32-bit target");
@@ -1271,6 +1289,19 @@ private:
                                a(1), a(2));
         ty[i] = argTy[1];
         break;
+      }
+      // A computed half-float value is rounded to its type, as one op on
+      // half floats gives it (loads, selects, max, min, abs and negation of
+      // half values are exact already). Reductions (sums of products of
+      // convolutions and matrix products) accumulate in f32 and round once,
+      // when stored.
+      bool exact = o.hasReduction() || n.kind == ScalarKind::Input ||
+                   n.kind == ScalarKind::Output ||
+                   n.kind == ScalarKind::Const || n.kind == ScalarKind::Select ||
+                   n.kind == ScalarKind::Max || n.kind == ScalarKind::Min ||
+                   n.kind == ScalarKind::Abs || n.kind == ScalarKind::Neg;
+      if (isHalf(ty[i]) && !exact) {
+        v[i] = roundToHalf(v[i], ty[i]);
       }
     }
     unsigned r = o.body.result();
@@ -1439,10 +1470,21 @@ private:
                              llvm::ArrayRef<llvm::Value *> ivs) {
     const StructuredOp &root = op(0);
     internal_.clear();
+    // A half-float reduction's f32 sum is rounded once, before the fused
+    // ops read it too.
+    ElementType rootType = elementTypeOf(root.output.tensor);
+    if (isHalf(rootType) && root.hasReduction()) {
+      value = roundToHalf(value, rootType);
+    }
     auto store = [&](unsigned tensor, llvm::Value *v,
                      llvm::ArrayRef<llvm::Value *> at) {
-      if (elementTypeOf(tensor) == ElementType::Bool) {
+      ElementType et = elementTypeOf(tensor);
+      if (et == ElementType::Bool) {
         v = b_.CreateZExt(v, b_.getInt8Ty());
+      } else if (et == ElementType::F16) {
+        v = emitFloatToHalf(b_, v);
+      } else if (et == ElementType::BF16) {
+        v = emitFloatToBFloat16(b_, v);
       }
       b_.CreateStore(v, address(tensor, at));
     };

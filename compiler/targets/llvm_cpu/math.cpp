@@ -489,4 +489,63 @@ llvm::Value *emitAtanh(llvm::IRBuilder<> &b, llvm::Value *x) {
   return withSignOf(b, b.CreateFMul(log1p(b, u), f(b, 0.5)), x);
 }
 
+llvm::Value *emitHalfToFloat(llvm::IRBuilder<> &b, llvm::Value *bits) {
+  // The exponent and mantissa move up 13 bits and the exponent is rebased
+  // by 112; infinities and NaN rebase by 112 more (to 255); subnormals
+  // (and zeros) are normalized by one float subtraction of 2^-14, which is
+  // exact.
+  llvm::Value *h = b.CreateZExt(bits, b.getInt32Ty());
+  llvm::Value *sign = b.CreateShl(b.CreateAnd(h, b.getInt32(0x8000)), 16);
+  llvm::Value *em = b.CreateAnd(h, b.getInt32(0x7fff));
+  llvm::Value *o = b.CreateAdd(b.CreateShl(em, 13), b.getInt32(112 << 23));
+  llvm::Value *special = b.CreateAdd(o, b.getInt32(112 << 23));
+  llvm::Value *small = bitsOf(
+      b, b.CreateFSub(fromBits(b, b.CreateAdd(o, b.getInt32(1 << 23))),
+                      fromBits(b, b.getInt32(113 << 23))));
+  o = b.CreateSelect(b.CreateICmpUGE(em, b.getInt32(0x7c00)), special, o);
+  o = b.CreateSelect(b.CreateICmpULT(em, b.getInt32(0x0400)), small, o);
+  return fromBits(b, b.CreateOr(o, sign));
+}
+
+llvm::Value *emitFloatToHalf(llvm::IRBuilder<> &b, llvm::Value *x) {
+  llvm::Value *u = bitsOf(b, x);
+  llvm::Value *sign = b.CreateAnd(u, b.getInt32(0x80000000u));
+  u = b.CreateXor(u, sign);
+  // Normal results: rebase the exponent, round the 13 dropped bits to
+  // nearest even (a carry may reach the exponent, up to infinity).
+  llvm::Value *odd = b.CreateAnd(b.CreateLShr(u, 13), b.getInt32(1));
+  llvm::Value *normal = b.CreateLShr(
+      b.CreateAdd(b.CreateAdd(u, b.getInt32(int32_t(0xc8000fffu))), odd), 13);
+  // Below 2^-14 (subnormal results): adding 0.5 aligns the value's bits at
+  // the f16 subnormal step and the float addition rounds them to nearest
+  // even; the low bits are the result.
+  constexpr uint32_t kMagic = 126u << 23; // 0.5
+  llvm::Value *sub = b.CreateSub(
+      bitsOf(b, b.CreateFAdd(fromBits(b, u), fromBits(b, b.getInt32(kMagic)))),
+      b.getInt32(kMagic));
+  llvm::Value *o = b.CreateSelect(b.CreateICmpULT(u, b.getInt32(113u << 23)),
+                                  sub, normal);
+  // From 2^16 (beyond the largest f16 after rounding) infinity; NaN quiet.
+  o = b.CreateSelect(b.CreateICmpUGE(u, b.getInt32(143u << 23)),
+                     b.getInt32(0x7c00), o);
+  o = b.CreateSelect(b.CreateICmpUGT(u, b.getInt32(0x7f800000)),
+                     b.getInt32(0x7e00), o);
+  return b.CreateTrunc(b.CreateOr(o, b.CreateLShr(sign, 16)), b.getInt16Ty());
+}
+
+llvm::Value *emitBFloat16ToFloat(llvm::IRBuilder<> &b, llvm::Value *bits) {
+  return fromBits(b, b.CreateShl(b.CreateZExt(bits, b.getInt32Ty()), 16));
+}
+
+llvm::Value *emitFloatToBFloat16(llvm::IRBuilder<> &b, llvm::Value *x) {
+  llvm::Value *u = bitsOf(b, x);
+  llvm::Value *odd = b.CreateAnd(b.CreateLShr(u, 16), b.getInt32(1));
+  llvm::Value *rounded = b.CreateLShr(
+      b.CreateAdd(b.CreateAdd(u, b.getInt32(0x7fff)), odd), 16);
+  llvm::Value *nan = b.CreateFCmpUNO(x, x);
+  llvm::Value *quiet =
+      b.CreateOr(b.CreateLShr(u, 16), b.getInt32(0x0040)); // keeps the sign
+  return b.CreateTrunc(b.CreateSelect(nan, quiet, rounded), b.getInt16Ty());
+}
+
 } // namespace osprey::compiler::llvm_cpu

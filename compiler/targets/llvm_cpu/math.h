@@ -43,6 +43,14 @@ llvm::Value *emitCosh(llvm::IRBuilder<> &b, llvm::Value *x);
 llvm::Value *emitAsinh(llvm::IRBuilder<> &b, llvm::Value *x);
 llvm::Value *emitAcosh(llvm::IRBuilder<> &b, llvm::Value *x);
 llvm::Value *emitAtanh(llvm::IRBuilder<> &b, llvm::Value *x);
+// Half-precision storage: f16 and bf16 bits (i16) to the f32 of the same
+// value (exact; NaN stays NaN), and f32 to those bits rounded to nearest
+// even (overflow to infinity, NaN to a quiet NaN). Integer and f32
+// operations only (no conversion instructions or libcalls).
+llvm::Value *emitHalfToFloat(llvm::IRBuilder<> &b, llvm::Value *bits);
+llvm::Value *emitFloatToHalf(llvm::IRBuilder<> &b, llvm::Value *x);
+llvm::Value *emitBFloat16ToFloat(llvm::IRBuilder<> &b, llvm::Value *bits);
+llvm::Value *emitFloatToBFloat16(llvm::IRBuilder<> &b, llvm::Value *x);
 // max/min as compare + select (no fmaxf/fminf calls on cores without
 // them); NaN in either operand gives NaN, as numpy's maximum/minimum.
 llvm::Value *emitMax(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);

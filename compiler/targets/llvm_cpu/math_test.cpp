@@ -10,6 +10,7 @@
 
 #include "compiler/targets/llvm_cpu/testing/compiled_graph.h"
 #include "gtest/gtest.h"
+#include "llvm/ADT/APFloat.h"
 
 namespace osprey::compiler::llvm_cpu {
 namespace {
@@ -124,6 +125,78 @@ TEST(MathTest, TrigonometricAndHyperbolicWithinUlpsWithoutFma) {
   options.target = "x86_64";
   options.cpu = "x86-64";
   checkFunctions(options);
+}
+
+// Half floats: every f16 and bf16 bit pattern widened to f32, and f32
+// values of every exponent (with the ties, subnormal results, overflow and
+// NaN) narrowed, against LLVM's APFloat conversions (round to nearest
+// even).
+void checkHalfConversions(const char *type,
+                          const llvm::fltSemantics &semantics) {
+  std::vector<uint8_t> halves(2 * 65536);
+  for (uint32_t h = 0; h < 65536; ++h) {
+    halves[2 * h] = uint8_t(h);
+    halves[2 * h + 1] = uint8_t(h >> 8);
+  }
+  std::vector<float> floats = arguments();
+  std::mt19937 rng(5);
+  for (int i = 0; i < 20000; ++i) {
+    // Values near the narrow type's rounding boundaries: random bits in
+    // the exponent range it represents, low bits set to exact ties.
+    uint32_t bits = std::uniform_int_distribution<uint32_t>(
+        0x30000000u, 0x48000000u)(rng);
+    if (i % 3 == 0) {
+      bits = (bits & ~0x1fffu) | 0x1000u; // an f16 tie
+    } else if (i % 3 == 1) {
+      bits = (bits & ~0xffffu) | 0x8000u; // a bf16 tie
+    }
+    floats.push_back(i % 2 ? -fromBits(bits) : fromBits(bits));
+  }
+  std::vector<uint8_t> floatBytes(4 * floats.size());
+  std::memcpy(floatBytes.data(), floats.data(), floatBytes.size());
+  std::string t = type;
+  std::string text = "graph @halves(%h: tensor<65536x" + t + ">, %f: tensor<" +
+                     std::to_string(floats.size()) + "xf32>) {\n"
+                     "  %wide = Cast(%h) {to = \"f32\"} : tensor<65536xf32>\n"
+                     "  %narrow = Cast(%f) {to = \"" + t + "\"} : tensor<" +
+                     std::to_string(floats.size()) + "x" + t + ">\n"
+                     "  return %wide, %narrow\n}";
+  CompiledGraph c;
+  absl::Status s = c.compile(text, CompileOptions{});
+  ASSERT_TRUE(s.ok()) << s.message();
+  auto out = c.runBytes({halves, floatBytes});
+  ASSERT_EQ(out.size(), 2u);
+  for (uint32_t h = 0; h < 65536; ++h) {
+    llvm::APFloat want(semantics, llvm::APInt(16, h));
+    bool lost;
+    want.convert(llvm::APFloat::IEEEsingle(),
+                 llvm::APFloat::rmNearestTiesToEven, &lost);
+    float got;
+    std::memcpy(&got, out[0].data() + 4 * h, 4);
+    if (want.isNaN()) {
+      ASSERT_TRUE(std::isnan(got)) << type << " bits " << h;
+    } else {
+      ASSERT_EQ(got, want.convertToFloat()) << type << " bits " << h;
+    }
+  }
+  for (size_t i = 0; i < floats.size(); ++i) {
+    llvm::APFloat want(floats[i]);
+    bool lost;
+    want.convert(semantics, llvm::APFloat::rmNearestTiesToEven, &lost);
+    uint16_t got = uint16_t(out[1][2 * i] | (out[1][2 * i + 1] << 8));
+    if (want.isNaN()) {
+      llvm::APFloat g(semantics, llvm::APInt(16, got));
+      ASSERT_TRUE(g.isNaN()) << type << " of " << floats[i];
+    } else {
+      ASSERT_EQ(got, want.bitcastToAPInt().getZExtValue())
+          << type << " of " << floats[i];
+    }
+  }
+}
+
+TEST(MathTest, HalfFloatConversionsRoundToNearestEven) {
+  checkHalfConversions("f16", llvm::APFloat::IEEEhalf());
+  checkHalfConversions("bf16", llvm::APFloat::BFloat());
 }
 
 } // namespace
