@@ -34,10 +34,9 @@ MODELS = {
     "cast_f32_i32": lambda: model(
         [helper.make_node("Cast", ["x"], ["y"], to=I32)],
         [("x", F, [16])], [("y", I32, [16])]),
-    "cast_f32_f16": lambda: model(
-        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT16,
-                          name="cast")],
-        [("x", F, [16])], [("y", TensorProto.FLOAT16, [16])]),
+    "exp_f64": lambda: model(
+        [helper.make_node("Exp", ["x"], ["y"], name="exp")],
+        [("x", TensorProto.DOUBLE, [16])], [("y", TensorProto.DOUBLE, [16])]),
     "cast_i64_f32": lambda: model(
         [helper.make_node("Cast", ["x"], ["y"], to=F)],
         [("x", I64, [16])], [("y", F, [16])]),
