@@ -1181,8 +1181,8 @@ absl::Status layerNorm(const Op &op, std::vector<TensorType> &out) {
 absl::Status resize(const Op &op, std::vector<TensorType> &out) {
   const TensorType &x = typeOf(op, 0);
   std::string mode = op.getString("mode", "nearest");
-  if (mode != "nearest" && mode != "linear") {
-    return err("mode '" + mode + "' is not supported (nearest, linear)");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") {
+    return err("mode '" + mode + "' is not supported (nearest, linear, cubic)");
   }
   if (op.hasAttr("axes")) {
     return err("the axes attribute is not supported");

@@ -1027,17 +1027,36 @@ def cases():
             ("linear", "half_pixel", [1.0, 1.0, 2.0, 1.5]),
             ("linear", "asymmetric", [1.0, 1.0, 4.0, 3.0]),
             ("linear", "align_corners", [1.0, 1.0, 1.5, 0.6]),
-            ("nearest", "asymmetric", [1.0, 1.0, 3.0, 2.0])):
+            ("nearest", "asymmetric", [1.0, 1.0, 3.0, 2.0]),
+            # Cubic upsampling by integer factors over the edge-padded
+            # axis (periodic taps), 3x up on 12 columns (more reads than
+            # one select per tap allows), downsampling, and cubic weights
+            # renormalized at the edges (exclude_outside).
+            ("cubic", "half_pixel", [1.0, 1.0, 2.0, 3.0]),
+            ("cubic", "asymmetric", [1.0, 1.0, 4.0, 2.0]),
+            ("cubic", "align_corners", [1.0, 1.0, 0.6, 0.8]),
+            ("cubic_exclude", "half_pixel", [1.0, 1.0, 1.5, 2.0])):
         scales = np.array(scales, np.float32)
+        exclude = mode == "cubic_exclude"
+        mode = "cubic" if exclude else mode
+        attrs = {"exclude_outside": 1, "cubic_coeff_a": -0.5} if exclude \
+            else {}
         node = helper.make_node("Resize", ["x", "", "scales"], ["y"],
                                 mode=mode,
-                                coordinate_transformation_mode=transform)
+                                coordinate_transformation_mode=transform,
+                                **attrs)
         coeffs = (resize_gen.linear_coeffs if mode == "linear" else
+                  (lambda r: resize_gen.cubic_coeffs(r, A=-0.5)) if exclude
+                  else resize_gen.cubic_coeffs if mode == "cubic" else
                   resize_gen.nearest_coeffs)
+        xin = x if mode != "cubic" else rng.randn(1, 2, 5, 12).astype(
+            np.float32)
         ref = resize_gen.interpolate_nd(
-            x, coeffs, scale_factors=scales,
-            coordinate_transformation_mode=transform).astype(np.float32)
+            xin, coeffs, scale_factors=scales,
+            coordinate_transformation_mode=transform,
+            exclude_outside=exclude).astype(np.float32)
         out.append(("Resize", _case(
-            "osprey_resize_%s_%s" % (mode, transform), node, [x, scales],
-            [ref])))
+            "osprey_resize_%s_%s%s" % (mode, transform,
+                                       "_exclude_outside" if exclude else ""),
+            node, [xin, scales], [ref])))
     return out

@@ -1,6 +1,7 @@
-// Resize (nearest, linear), one op per resized axis: affine reads, integer
+// Resize (nearest, linear, cubic), one op per resized axis: affine reads, integer
 // upsampling as a split loop, periodic linear upsampling over an edge-padded
 // axis, and otherwise a sum of weighted selected reads per tap.
+#include <algorithm>
 #include <cmath>
 
 #include "compiler/structured/lowering/families.h"
@@ -16,11 +17,28 @@ constexpr size_t kMaxReads = 256;
 // along one axis.
 using ResizeTaps = std::vector<std::pair<int64_t, double>>;
 
+// Weights of the K taps at floor(x) - K/2 + 1 + k, k < K, for x's fraction
+// |ratio|: linear (K = 2), or cubic (K = 4, Keys' kernel with
+// cubic_coeff_a; distances 1 + ratio, ratio, 1 - ratio, 2 - ratio).
+std::vector<double> kernelWeights(const Op &op, double ratio) {
+  if (op.getString("mode", "nearest") != "cubic") {
+    return {1 - ratio, ratio};
+  }
+  const double A = op.getFloat("cubic_coeff_a", -0.75);
+  auto near = [&](double d) { return ((A + 2) * d - (A + 3)) * d * d + 1; };
+  auto far = [&](double d) {
+    return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
+  };
+  return {far(1 + ratio), near(ratio), near(1 - ratio), far(2 - ratio)};
+}
+
 // Computes the taps of every output position along one axis, following the
 // ONNX reference: the output coordinate maps back to x (coordinate
 // transformation mode), whose two neighbours (clamped to the edge) are
-// weighted linearly or one is picked (nearest mode). |coords| receives x
-// per output position.
+// weighted linearly or one is picked (nearest mode), or whose four
+// neighbours get Keys' cubic weights (cubic_coeff_a; with exclude_outside
+// the weights of neighbours outside the axis are dropped and the rest
+// renormalized). |coords| receives x per output position.
 absl::StatusOr<std::vector<ResizeTaps>>
 resizeTaps(const Op &op, int64_t in, int64_t out, double scale,
            std::vector<double> *coords) {
@@ -58,7 +76,32 @@ resizeTaps(const Op &op, int64_t in, int64_t out, double scale,
     }
     double ratio = x - lo;
     int64_t i0 = clampIndex(int64_t(lo)), i1 = clampIndex(int64_t(lo) + 1);
-    if (mode == "nearest") {
+    if (mode == "cubic") {
+      const bool exclude = op.getInt("exclude_outside", 0) != 0;
+      std::vector<double> w = kernelWeights(op, ratio);
+      double total = 0;
+      for (int k = 0; k < 4; ++k) {
+        int64_t i = int64_t(lo) - 1 + k;
+        if (exclude && (i < 0 || i >= in)) {
+          w[k] = 0;
+        }
+        total += w[k];
+      }
+      for (int k = 0; k < 4; ++k) {
+        if (w[k] == 0) {
+          continue;
+        }
+        int64_t i = clampIndex(int64_t(lo) - 1 + k);
+        double weight = exclude ? w[k] / total : w[k];
+        auto same = std::find_if(taps[o].begin(), taps[o].end(),
+                                 [&](const auto &tap) { return tap.first == i; });
+        if (same != taps[o].end()) {
+          same->second += weight;
+        } else {
+          taps[o].push_back({i, weight});
+        }
+      }
+    } else if (mode == "nearest") {
       bool up;
       if (nearest == "round_prefer_floor") {
         up = ratio > 0.5;
@@ -110,13 +153,14 @@ struct AxisResize {
   const std::vector<double> &coords;
 };
 
-// Linear upsampling by an integer factor f whose source coordinate is
-// q + base[r] + ratio[r] for o = f * q + r (half_pixel, asymmetric):
-// edge-pad the axis by 1, then iterate (q, r) writing f * q + r, with phase
-// rho's two taps read at q + base + 1 (+1) selected at r == rho. |dims| is
-// the shape after this axis, |current| the tensor resized, |result| the
-// tensor written. Returns false, adding nothing, when the taps are not of
-// that form.
+// Linear or cubic upsampling by an integer factor f whose source coordinate
+// is q + base[r] + ratio[r] for o = f * q + r (half_pixel, asymmetric):
+// edge-pad the axis by P = K/2 (K taps per output), then iterate (q, r)
+// writing f * q + r, with phase rho's K taps read at q + base + 1 + k
+// selected at r == rho. |dims| is the shape after this axis, |current| the
+// tensor resized, |result| the tensor written. Returns false, adding
+// nothing, when the taps are not of that form (or cubic weights are
+// renormalized at the edges: exclude_outside).
 bool lowerPeriodic(LoweringContext &ctx, const Op &op, const AxisResize &r,
                    const std::vector<int64_t> &dims, unsigned current,
                    unsigned result) {
@@ -124,8 +168,11 @@ bool lowerPeriodic(LoweringContext &ctx, const Op &op, const AxisResize &r,
   unsigned n = t.rank(), a = r.a;
   int64_t in = r.in, out = r.out;
   int64_t phases = out / in;
-  bool periodic =
-      out % in == 0 && phases > 1 && phases * 2 <= int64_t(kMaxReads);
+  const bool cubic = op.getString("mode", "nearest") == "cubic";
+  const int64_t K = cubic ? 4 : 2, P = K / 2;
+  bool periodic = out % in == 0 && phases > 1 &&
+                  phases * K <= int64_t(kMaxReads) &&
+                  !(cubic && op.getInt("exclude_outside", 0) != 0);
   std::vector<int64_t> phaseBase(periodic ? phases : 0);
   std::vector<double> phaseRatio(periodic ? phases : 0);
   for (int64_t ph = 0; ph < phases && periodic; ++ph) {
@@ -143,33 +190,39 @@ bool lowerPeriodic(LoweringContext &ctx, const Op &op, const AxisResize &r,
     return false;
   }
   std::vector<int64_t> padDims = dims;
-  padDims[a] = in + 2;
+  padDims[a] = in + 2 * P;
   unsigned padded = ctx.newTemp(op, "_edge" + std::to_string(a),
                                 TensorType::ranked(t.elementType(), padDims));
-  // The interior shifted by 1, the first and the last element selected
-  // where the edge positions 0 and in + 1 are written.
+  // The interior shifted by P, the first and the last element selected
+  // where the P edge positions on either side are written.
   StructuredOp p = LoweringContext::parallelOp(op, padDims);
   AffineMap identity = AffineMap::identity(n);
-  p.inputs.push_back({current, axisMap(n, a, 1, -1), 0.0});
-  p.inputs.push_back({current, selectedRead(identity, a, a, in, 0, 0), 0.0});
-  p.inputs.push_back(
-      {current, selectedRead(identity, a, a, in, in - 1, in + 1), 0.0});
-  p.body.yield(p.body.binary(
-      SK::Add, p.body.binary(SK::Add, p.body.input(0), p.body.input(1)),
-      p.body.input(2)));
+  p.inputs.push_back({current, axisMap(n, a, 1, -P), 0.0});
+  for (int64_t e = 0; e < P; ++e) {
+    p.inputs.push_back({current, selectedRead(identity, a, a, in, 0, e), 0.0});
+    p.inputs.push_back({current,
+                        selectedRead(identity, a, a, in, in - 1, in + P + e),
+                        0.0});
+  }
+  unsigned edgeSum = p.body.input(0);
+  for (unsigned k = 1; k < p.inputs.size(); ++k) {
+    edgeSum = p.body.binary(SK::Add, edgeSum, p.body.input(k));
+  }
+  p.body.yield(edgeSum);
   p.output = {padded, identity};
   ctx.add(std::move(p));
   SplitAxisLoops loops = splitAxisLoops(dims, a, in, phases);
   StructuredOp s = LoweringContext::parallelOp(op, loops.bounds);
   WeightedSum sum(s.body);
   for (int64_t rho = 0; rho < phases; ++rho) {
-    for (int64_t k = 0; k < 2; ++k) {
-      double weight = k == 0 ? 1.0 - phaseRatio[rho] : phaseRatio[rho];
+    std::vector<double> weights = kernelWeights(op, phaseRatio[rho]);
+    for (int64_t k = 0; k < K; ++k) {
+      double weight = weights[k];
       if (weight == 0.0) {
         continue;
       }
       s.inputs.push_back({padded,
-                          selectedRead(loops.read, a, a + 1, in + 2,
+                          selectedRead(loops.read, a, a + 1, in + 2 * P,
                                        phaseBase[rho] + 1 + k, rho),
                           0.0});
       sum.add(s.inputs.size() - 1, weight);
