@@ -92,7 +92,7 @@ OPS = {
     "Einsum": "einsum", "Scatter": "scatter", "ScatterElements": "scatterelements",
     "ScatterND": "scatternd", "GatherND": "gathernd", "RNN": "rnn", "GRU": "gru",
     "LSTM": "lstm", "DynamicQuantizeLinear": "dynamicquantizelinear",
-    "ReverseSequence": "reversesequence",
+    "ReverseSequence": "reversesequence", "GridSample": "gridsample",
 }
 # Mish (opset 18) has no generator in onnx 1.12: its cases are Osprey's own.
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
@@ -171,7 +171,7 @@ FAMILIES = {
                "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
                "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin",
                "CumSum"],
-    "resize": ["Resize"],
+    "resize": ["Resize", "GridSample"],
     "trig": ["Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
              "Asinh", "Acosh", "Atanh", "HannWindow", "HammingWindow",
              "BlackmanWindow"],

@@ -62,7 +62,7 @@ const char *const kRewrittenOps[] = {
     "EyeLike", "InstanceNormalization", "MeanVarianceNormalization", "LRN",
     "HannWindow", "HammingWindow", "BlackmanWindow", "Einsum", "Scatter",
     "ScatterElements", "ScatterND", "GatherND", "RNN", "GRU", "LSTM",
-    "DynamicQuantizeLinear", "ReverseSequence"};
+    "DynamicQuantizeLinear", "ReverseSequence", "GridSample"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -2399,6 +2399,160 @@ private:
     return defineOutput(node, index, out);
   }
 
+  // GridSample (bilinear or nearest, 2-D) as arithmetic on the grid and one
+  // run-time Gather per tap: the normalized grid coordinates are mapped to
+  // pixels (align_corners), clipped or reflected (padding_mode border,
+  // reflection), and each tap reads the flattened input at
+  // ((n C + c) H + y) W + x with its index clamped into the image; taps
+  // outside it weigh 0 (zeros padding, and the far taps of clipped
+  // coordinates). Nearest rounds half to even.
+  absl::Status importGridSample(const onnx::NodeProto &node, int index,
+                                const std::vector<Value *> &operands,
+                                const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    if (operands.size() != 2 || !operands[0] || !operands[1]) {
+      return nodeError(node, index, "expected X and grid");
+    }
+    const TensorType &xt = operands[0]->type(), &gt = operands[1]->type();
+    if (!xt.hasStaticShape() || !gt.hasStaticShape() || xt.rank() != 4 ||
+        gt.rank() != 4 || gt.dims()[3] != 2 || gt.dims()[0] != xt.dims()[0]) {
+      return unimplemented(node, index,
+                           "inputs other than X [N, C, H, W] and grid "
+                           "[N, Ho, Wo, 2] of static shapes");
+    }
+    if (xt.elementType() != ElementType::F32 ||
+        gt.elementType() != ElementType::F32) {
+      return unimplemented(node, index, "element types other than f32");
+    }
+    auto stringAttr = [&](const char *attr, const char *fallback) {
+      auto it = attrs.find(attr);
+      return it != attrs.end() && it->second.isString() ? it->second.getString()
+                                                        : std::string(fallback);
+    };
+    std::string mode = stringAttr("mode", "bilinear");
+    mode = mode == "linear" ? "bilinear" : mode;
+    const std::string padding = stringAttr("padding_mode", "zeros");
+    if (mode != "bilinear" && mode != "nearest") {
+      return unimplemented(node, index, "mode '" + mode + "' (bilinear and nearest compile)");
+    }
+    if (padding != "zeros" && padding != "border" && padding != "reflection") {
+      return nodeError(node, index, "unknown padding_mode '" + padding + "'");
+    }
+    COMPILER_ASSIGN_OR_RETURN(double alignAttr,
+                              numberAttr(node, index, attrs, "align_corners", 0));
+    const bool align = alignAttr != 0;
+    const int64_t N = xt.dims()[0], C = xt.dims()[1], H = xt.dims()[2],
+                  W = xt.dims()[3];
+    auto f = [&](double v) { return constScalar(ElementType::F32, v, name); };
+    auto op = [&](llvm::StringRef kind, std::vector<Value *> in,
+                  std::map<std::string, Attribute> a = {}) {
+      return rewriteOp(name, kind, std::move(in), std::move(a));
+    };
+    // Pixel coordinate along an axis of |size| from grid component |k|,
+    // as [N, 1, Ho, Wo].
+    auto coordinate = [&](int64_t k, int64_t size) -> absl::StatusOr<Value *> {
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * g, op("Gather", {operands[1], constScalar(ElementType::I64, double(k), name)},
+                        {{"axis", Attribute(int64_t(3))}}));
+      COMPILER_ASSIGN_OR_RETURN(g, op("Unsqueeze", {g, constInts({1}, name)}));
+      // align: (g + 1) / 2 * (size - 1); else ((g + 1) * size - 1) / 2.
+      COMPILER_ASSIGN_OR_RETURN(g, op("Add", {g, f(1)}));
+      COMPILER_ASSIGN_OR_RETURN(
+          g, op("Mul", {g, f(align ? (size - 1) / 2.0 : size / 2.0)}));
+      if (!align) {
+        COMPILER_ASSIGN_OR_RETURN(g, op("Sub", {g, f(0.5)}));
+      }
+      if (padding == "border" || padding == "reflection") {
+        if (padding == "reflection") {
+          // Reflect about [lo, hi] (pixel edges, or centres when aligned):
+          // a triangle wave of period 2 span.
+          const double lo = align ? 0 : -0.5, span = align ? size - 1 : size;
+          if (span <= 0) {
+            COMPILER_ASSIGN_OR_RETURN(g, op("Mul", {g, f(0)}));
+          } else {
+            COMPILER_ASSIGN_OR_RETURN(Value * d, op("Sub", {g, f(lo)}));
+            COMPILER_ASSIGN_OR_RETURN(d, op("Abs", {d}));
+            COMPILER_ASSIGN_OR_RETURN(Value * flips, op("Div", {d, f(span)}));
+            COMPILER_ASSIGN_OR_RETURN(flips, op("Floor", {flips}));
+            COMPILER_ASSIGN_OR_RETURN(Value * whole, op("Mul", {flips, f(span)}));
+            COMPILER_ASSIGN_OR_RETURN(Value * extra, op("Sub", {d, whole}));
+            COMPILER_ASSIGN_OR_RETURN(Value * half, op("Mul", {flips, f(0.5)}));
+            COMPILER_ASSIGN_OR_RETURN(Value * halfFloor, op("Floor", {half}));
+            COMPILER_ASSIGN_OR_RETURN(Value * odd, op("Greater", {half, halfFloor}));
+            COMPILER_ASSIGN_OR_RETURN(Value * back, op("Sub", {f(span), extra}));
+            COMPILER_ASSIGN_OR_RETURN(Value * r, op("Where", {odd, back, extra}));
+            COMPILER_ASSIGN_OR_RETURN(g, op("Add", {r, f(lo)}));
+          }
+        }
+        COMPILER_ASSIGN_OR_RETURN(g, op("Clip", {g, f(0), f(double(size - 1))}));
+      }
+      return g;
+    };
+    COMPILER_ASSIGN_OR_RETURN(Value * x, coordinate(0, W));
+    COMPILER_ASSIGN_OR_RETURN(Value * y, coordinate(1, H));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * flat, op("Reshape", {operands[0], constInts({N * C * H * W}, name)}));
+    std::vector<int64_t> bases(N * C);
+    for (int64_t i = 0; i < N * C; ++i) {
+      bases[i] = i * H * W;
+    }
+    Op *baseOp = graph_->createConstant(
+        TensorType::ranked(ElementType::I64, {N, C, 1, 1}),
+        DenseData::fromInt64s(ElementType::I64, bases));
+    baseOp->setNodeName(name);
+    // The input at integral pixel coordinates (px, py) (f32), 0 outside.
+    auto tap = [&](Value *px, Value *py) -> absl::StatusOr<Value *> {
+      COMPILER_ASSIGN_OR_RETURN(Value * inX, op("GreaterOrEqual", {px, f(0)}));
+      COMPILER_ASSIGN_OR_RETURN(Value * belowW, op("LessOrEqual", {px, f(double(W - 1))}));
+      COMPILER_ASSIGN_OR_RETURN(Value * inY, op("GreaterOrEqual", {py, f(0)}));
+      COMPILER_ASSIGN_OR_RETURN(Value * belowH, op("LessOrEqual", {py, f(double(H - 1))}));
+      COMPILER_ASSIGN_OR_RETURN(Value * ok, op("And", {inX, belowW}));
+      COMPILER_ASSIGN_OR_RETURN(ok, op("And", {ok, inY}));
+      COMPILER_ASSIGN_OR_RETURN(ok, op("And", {ok, belowH}));
+      COMPILER_ASSIGN_OR_RETURN(Value * cx, op("Clip", {px, f(0), f(double(W - 1))}));
+      COMPILER_ASSIGN_OR_RETURN(Value * cy, op("Clip", {py, f(0), f(double(H - 1))}));
+      COMPILER_ASSIGN_OR_RETURN(cx, op("Cast", {cx}, {{"to", Attribute("i64")}}));
+      COMPILER_ASSIGN_OR_RETURN(cy, op("Cast", {cy}, {{"to", Attribute("i64")}}));
+      COMPILER_ASSIGN_OR_RETURN(Value * at, op("Mul", {cy, constScalar(ElementType::I64, double(W), name)}));
+      COMPILER_ASSIGN_OR_RETURN(at, op("Add", {at, cx}));
+      COMPILER_ASSIGN_OR_RETURN(at, op("Add", {at, baseOp->result()}));
+      COMPILER_ASSIGN_OR_RETURN(Value * v, op("Gather", {flat, at}, {{"axis", Attribute(int64_t(0))}}));
+      return op("Where", {ok, v, f(0)});
+    };
+    Value *out = nullptr;
+    if (mode == "nearest") {
+      COMPILER_ASSIGN_OR_RETURN(Value * rx, op("Round", {x}));
+      COMPILER_ASSIGN_OR_RETURN(Value * ry, op("Round", {y}));
+      COMPILER_ASSIGN_OR_RETURN(out, tap(rx, ry));
+    } else {
+      COMPILER_ASSIGN_OR_RETURN(Value * x0, op("Floor", {x}));
+      COMPILER_ASSIGN_OR_RETURN(Value * y0, op("Floor", {y}));
+      COMPILER_ASSIGN_OR_RETURN(Value * x1, op("Add", {x0, f(1)}));
+      COMPILER_ASSIGN_OR_RETURN(Value * y1, op("Add", {y0, f(1)}));
+      COMPILER_ASSIGN_OR_RETURN(Value * wx1, op("Sub", {x, x0}));
+      COMPILER_ASSIGN_OR_RETURN(Value * wy1, op("Sub", {y, y0}));
+      COMPILER_ASSIGN_OR_RETURN(Value * wx0, op("Sub", {f(1), wx1}));
+      COMPILER_ASSIGN_OR_RETURN(Value * wy0, op("Sub", {f(1), wy1}));
+      Value *xs[2] = {x0, x1}, *ys[2] = {y0, y1};
+      Value *wxs[2] = {wx0, wx1}, *wys[2] = {wy0, wy1};
+      for (int j = 0; j < 2; ++j) {
+        for (int i = 0; i < 2; ++i) {
+          COMPILER_ASSIGN_OR_RETURN(Value * v, tap(xs[i], ys[j]));
+          COMPILER_ASSIGN_OR_RETURN(Value * w, op("Mul", {wxs[i], wys[j]}));
+          COMPILER_ASSIGN_OR_RETURN(v, op("Mul", {v, w}));
+          if (out) {
+            COMPILER_ASSIGN_OR_RETURN(out, op("Add", {out, v}));
+          } else {
+            out = v;
+          }
+        }
+      }
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        out, rewriteOp(name, "Identity", {out}, {}, node.output(0)));
+    return defineOutput(node, index, out);
+  }
+
   // ReverseSequence of constant sequence_lens: every element's source is
   // known at import (the first lens[b] steps of batch b reversed, the rest
   // in place), so it is one constant Gather of the flattened input.
@@ -3329,6 +3483,8 @@ private:
       return importScatter(node, index, operands, attrs);
     } else if (isRecurrent(opType)) {
       return importRecurrent(node, index, operands, attrs);
+    } else if (opType == "GridSample") {
+      return importGridSample(node, index, operands, attrs);
     } else if (opType == "ReverseSequence") {
       return importReverseSequence(node, index, operands, attrs);
     } else if (opType == "GatherND") {
