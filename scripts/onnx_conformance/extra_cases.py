@@ -566,6 +566,52 @@ def _half_cases(rng):
     return out
 
 
+def _topk_ref(x, k, axis, largest):
+    """TopK along `axis`: ties keep the lower index first; NaN counts as
+    the largest value (first when largest, last otherwise)."""
+    moved = np.moveaxis(x, axis, -1)
+    vals = np.empty(moved.shape[:-1] + (k,), x.dtype)
+    idxs = np.empty(moved.shape[:-1] + (k,), np.int64)
+    for pos in np.ndindex(moved.shape[:-1]):
+        row = moved[pos]
+        def key(i):
+            v = float(row[i])
+            nan = np.isnan(v)
+            if largest:
+                return (0 if nan else 1, 0.0 if nan else -v, i)
+            return (1 if nan else 0, 0.0 if nan else v, i)
+        order = sorted(range(len(row)), key=key)[:k]
+        vals[pos] = row[order]
+        idxs[pos] = order
+    return np.moveaxis(vals, -1, axis), np.moveaxis(idxs, -1, axis)
+
+
+def _topk_cases(rng):
+    """TopK with ties, signed zeros, infinities and NaN, integers, k equal
+    to the axis length and an outer axis; a reference that sorts in
+    Python."""
+    out = []
+    special = np.array([[3, 1, 3, np.nan, -0.0, 0.0, -np.inf, np.inf, 1, 3],
+                        [2, 2, 2, 2, -1, np.nan, np.nan, 5, -5, 0]],
+                       np.float32)
+    ints = rng.randint(-4, 4, (3, 9)).astype(np.int32)
+    wide = rng.randn(5, 4, 3).astype(np.float32)
+    for name, x, k, axis, largest in (
+            ("special_largest", special, 6, 1, 1),
+            ("special_smallest", special, 10, -1, 0),
+            ("int32_ties", ints, 4, 1, 1),
+            ("axis0", wide, 3, 0, 0)):
+        vals, idxs = _topk_ref(x, k, axis if axis >= 0 else x.ndim + axis,
+                               largest)
+        node = helper.make_node("TopK", ["x", "k"], ["values", "indices"],
+                                axis=axis, largest=largest)
+        case = _case("osprey_topk_" + name, node,
+                     [x, np.array([k], np.int64)], [vals, idxs], opset=11)
+        case.tolerance = 0
+        out.append(("TopK", case))
+    return out
+
+
 def cases():
     """Returns (op, case) pairs."""
     rng = np.random.RandomState(7)
@@ -1020,6 +1066,7 @@ def cases():
     out.extend(_scatter_gather_cases(rng))
     out.extend(_recurrent_cases(rng))
     out.extend(_half_cases(rng))
+    out.extend(_topk_cases(rng))
 
     from onnx.backend.test.case.node import resize as resize_gen
     x = rng.randn(1, 2, 4, 5).astype(np.float32)

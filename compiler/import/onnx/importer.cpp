@@ -62,7 +62,7 @@ const char *const kRewrittenOps[] = {
     "EyeLike", "InstanceNormalization", "MeanVarianceNormalization", "LRN",
     "HannWindow", "HammingWindow", "BlackmanWindow", "Einsum", "Scatter",
     "ScatterElements", "ScatterND", "GatherND", "RNN", "GRU", "LSTM",
-    "DynamicQuantizeLinear", "ReverseSequence", "GridSample"};
+    "DynamicQuantizeLinear", "ReverseSequence", "GridSample", "TopK"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -2553,6 +2553,135 @@ private:
     return defineOutput(node, index, out);
   }
 
+  // TopK of a constant k by ranks: element i's rank along the axis is the
+  // number of elements j that come first (larger, or smaller for
+  // largest = 0; equal with j < i; NaN counts as the largest, so the ranks
+  // are a permutation), and output position r takes the element of rank r
+  // (a max over the axis of the element where its rank is r, else -inf)
+  // and its index. Sorted in both cases (sorted = 0 allows any order).
+  // Compares every pair along the axis: n^2 work per row.
+  absl::Status importTopK(const onnx::NodeProto &node, int index,
+                          const std::vector<Value *> &operands,
+                          const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    if (operands.size() != 2 || !operands[0] || !operands[1]) {
+      return nodeError(node, index, "expected X and K");
+    }
+    Value *x = operands[0];
+    const TensorType &t = x->type();
+    if (!t.hasStaticShape() || t.rank() < 1) {
+      return unimplemented(node, index, "an input of dynamic shape");
+    }
+    if (!graph::isFloatType(t.elementType()) && !graph::isIntegerType(t.elementType())) {
+      return nodeError(node, index, "X must be numeric");
+    }
+    auto kv = graph::getConstantInts(operands[1]);
+    if (!kv) {
+      return unimplemented(node, index, "a run-time K (it sets the output's shape)");
+    }
+    const int64_t rank = t.rank();
+    COMPILER_ASSIGN_OR_RETURN(double axisAttr, numberAttr(node, index, attrs, "axis", -1));
+    int64_t axis = int64_t(axisAttr);
+    if (axis < -rank || axis >= rank) {
+      return nodeError(node, index, "axis is out of range");
+    }
+    axis = axis < 0 ? axis + rank : axis;
+    const int64_t n = t.dims()[axis];
+    if (kv->size() != 1 || (*kv)[0] < 0 || (*kv)[0] > n) {
+      return nodeError(node, index, "K must be one value in [0, " + std::to_string(n) + "]");
+    }
+    const int64_t k = (*kv)[0];
+    COMPILER_ASSIGN_OR_RETURN(double largestAttr, numberAttr(node, index, attrs, "largest", 1));
+    const bool largest = largestAttr != 0;
+    const ElementType et = t.elementType();
+    const bool fp = graph::isFloatType(et);
+    auto op = [&](llvm::StringRef kind, std::vector<Value *> in,
+                  std::map<std::string, Attribute> a = {}) {
+      return rewriteOp(name, kind, std::move(in), std::move(a));
+    };
+    // Constant of |shape| (n or k at given axes, 1 elsewhere) from |values|.
+    auto positions = [&](ElementType type, std::vector<int64_t> shape,
+                         const std::vector<int64_t> &values) {
+      Op *c = graph_->createConstant(TensorType::ranked(type, std::move(shape)),
+                                     DenseData::fromInt64s(type, values));
+      c->setNodeName(name);
+      return c->result();
+    };
+    // xi: element i along axis (axis + 1 unsqueezed), xj: element j along
+    // axis + 1.
+    COMPILER_ASSIGN_OR_RETURN(Value * xi, op("Unsqueeze", {x, constInts({axis + 1}, name)}));
+    COMPILER_ASSIGN_OR_RETURN(Value * xj, op("Unsqueeze", {x, constInts({axis}, name)}));
+    COMPILER_ASSIGN_OR_RETURN(Value * before, op(largest ? "Greater" : "Less", {xj, xi}));
+    COMPILER_ASSIGN_OR_RETURN(Value * same, op("Equal", {xj, xi}));
+    if (fp) {
+      // x != x: NaN.
+      COMPILER_ASSIGN_OR_RETURN(Value * notNanJ, op("Equal", {xj, xj}));
+      COMPILER_ASSIGN_OR_RETURN(Value * notNanI, op("Equal", {xi, xi}));
+      COMPILER_ASSIGN_OR_RETURN(Value * nanJ, op("Not", {notNanJ}));
+      COMPILER_ASSIGN_OR_RETURN(Value * nanI, op("Not", {notNanI}));
+      // NaN is the largest: first when largest, else after every number.
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * nanOrder,
+          largest ? op("And", {nanJ, notNanI}) : op("And", {nanI, notNanJ}));
+      COMPILER_ASSIGN_OR_RETURN(before, op("Or", {before, nanOrder}));
+      COMPILER_ASSIGN_OR_RETURN(Value * bothNan, op("And", {nanJ, nanI}));
+      COMPILER_ASSIGN_OR_RETURN(same, op("Or", {same, bothNan}));
+    }
+    std::vector<int64_t> pairShape(rank + 1, 1), lower(n * n);
+    pairShape[axis] = pairShape[axis + 1] = n;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        lower[i * n + j] = j < i;
+      }
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * tie, op("And", {same, positions(ElementType::Bool, pairShape, lower)}));
+    COMPILER_ASSIGN_OR_RETURN(before, op("Or", {before, tie}));
+    COMPILER_ASSIGN_OR_RETURN(before, op("Cast", {before}, {{"to", Attribute("i64")}}));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * ranks, op("ReduceSum", {before, constInts({axis + 1}, name)},
+                          {{"keepdims", Attribute(int64_t(1))}}));
+    // ranks: [.., n, 1, ..]; compared with r = 0..k-1 at axis + 1.
+    std::vector<int64_t> outShape(rank + 1, 1), rs(k), is(n);
+    outShape[axis + 1] = k;
+    for (int64_t r = 0; r < k; ++r) {
+      rs[r] = r;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      is[i] = i;
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * pick, op("Equal", {ranks, positions(ElementType::I64, outShape, rs)}));
+    double lowest = fp ? -INFINITY : double(graph::integerTypeMin(et));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * values, op("Where", {pick, xi, constScalar(et, lowest, name)}));
+    COMPILER_ASSIGN_OR_RETURN(
+        values, op("ReduceMax", {values, constInts({axis}, name)},
+                   {{"keepdims", Attribute(int64_t(0))}}));
+    std::vector<int64_t> idxShape(rank + 1, 1);
+    idxShape[axis] = n;
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * indices,
+        op("Where", {pick, positions(ElementType::I64, idxShape, is),
+                     constScalar(ElementType::I64, -1, name)}));
+    COMPILER_ASSIGN_OR_RETURN(
+        indices, op("ReduceMax", {indices, constInts({axis}, name)},
+                    {{"keepdims", Attribute(int64_t(0))}}));
+    Value *results[2] = {values, indices};
+    for (int r = 0; r < 2 && r < node.output_size(); ++r) {
+      if (node.output(r).empty()) {
+        continue;
+      }
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * v, rewriteOp(name, "Identity", {results[r]}, {}, node.output(r)));
+      if (values_.count(node.output(r))) {
+        return nodeError(node, index, "output '" + node.output(r) + "' is already defined");
+      }
+      values_[node.output(r)] = v;
+    }
+    return absl::OkStatus();
+  }
+
   // ReverseSequence of constant sequence_lens: every element's source is
   // known at import (the first lens[b] steps of batch b reversed, the rest
   // in place), so it is one constant Gather of the flattened input.
@@ -3483,6 +3612,8 @@ private:
       return importScatter(node, index, operands, attrs);
     } else if (isRecurrent(opType)) {
       return importRecurrent(node, index, operands, attrs);
+    } else if (opType == "TopK") {
+      return importTopK(node, index, operands, attrs);
     } else if (opType == "GridSample") {
       return importGridSample(node, index, operands, attrs);
     } else if (opType == "ReverseSequence") {
