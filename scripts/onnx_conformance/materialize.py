@@ -93,7 +93,7 @@ OPS = {
     "ScatterND": "scatternd", "GatherND": "gathernd", "RNN": "rnn", "GRU": "gru",
     "LSTM": "lstm", "DynamicQuantizeLinear": "dynamicquantizelinear",
     "ReverseSequence": "reversesequence", "GridSample": "gridsample",
-    "TopK": "topk",
+    "TopK": "topk", "Compress": "compress",
 }
 # Mish (opset 18) has no generator in onnx 1.12: its cases are Osprey's own.
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
@@ -123,7 +123,7 @@ CONST_INPUTS = {
     "RNN": {1, 2, 3, 4}, "GRU": {1, 2, 3, 4}, "LSTM": {1, 2, 3, 4, 7},
     # Scatters and GatherND compile with constant indices.
     "Scatter": {1}, "ScatterElements": {1}, "ScatterND": {1}, "GatherND": {1},
-    "ReverseSequence": {1}, "TopK": {1},
+    "ReverseSequence": {1}, "TopK": {1}, "Compress": {1},
     # A window's size sets its shape.
     "HannWindow": {0}, "HammingWindow": {0}, "BlackmanWindow": {0},
     # Quantization parameters and weights are compile-time constants; the
@@ -167,7 +167,7 @@ FAMILIES = {
               "Constant", "Identity", "DepthToSpace", "SpaceToDepth",
               "ConstantOfShape", "Size", "Trilu", "GatherElements", "OneHot",
               "Range", "Tile", "EyeLike", "Scatter", "ScatterElements",
-              "ScatterND", "GatherND", "ReverseSequence"],
+              "ScatterND", "GatherND", "ReverseSequence", "Compress"],
     "reduce": ["ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin",
                "ReduceProd", "ReduceL1", "ReduceL2", "ReduceSumSquare",
                "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin",

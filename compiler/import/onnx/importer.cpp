@@ -62,7 +62,8 @@ const char *const kRewrittenOps[] = {
     "EyeLike", "InstanceNormalization", "MeanVarianceNormalization", "LRN",
     "HannWindow", "HammingWindow", "BlackmanWindow", "Einsum", "Scatter",
     "ScatterElements", "ScatterND", "GatherND", "RNN", "GRU", "LSTM",
-    "DynamicQuantizeLinear", "ReverseSequence", "GridSample", "TopK"};
+    "DynamicQuantizeLinear", "ReverseSequence", "GridSample", "TopK",
+    "Compress"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -2682,6 +2683,60 @@ private:
     return absl::OkStatus();
   }
 
+  // Compress of a constant condition: a Gather of the positions whose
+  // condition is true (along axis, or of the flattened input without one);
+  // a condition shorter than the axis leaves the rest out.
+  absl::Status importCompress(const onnx::NodeProto &node, int index,
+                              const std::vector<Value *> &operands,
+                              const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    if (operands.size() != 2 || !operands[0] || !operands[1]) {
+      return nodeError(node, index, "expected input and condition");
+    }
+    Value *x = operands[0];
+    if (!x->type().hasStaticShape()) {
+      return unimplemented(node, index, "an input of dynamic shape");
+    }
+    auto condition = graph::getConstantInts(operands[1]);
+    if (!condition) {
+      return unimplemented(node, index,
+                           "a run-time condition (it sets the output's shape)");
+    }
+    int64_t axis = 0;
+    if (attrs.count("axis")) {
+      COMPILER_ASSIGN_OR_RETURN(double a, numberAttr(node, index, attrs, "axis", 0));
+      const int64_t rank = x->type().rank();
+      axis = int64_t(a);
+      if (axis < -rank || axis >= rank) {
+        return nodeError(node, index, "axis is out of range");
+      }
+      axis = axis < 0 ? axis + rank : axis;
+    } else {
+      COMPILER_ASSIGN_OR_RETURN(
+          x, rewriteOp(name, "Reshape",
+                       {x, constInts({x->type().numElements()}, name)}));
+    }
+    const int64_t extent = x->type().dims()[axis];
+    if (int64_t(condition->size()) > extent) {
+      return nodeError(node, index,
+                       "the condition is longer than the axis (" +
+                           std::to_string(extent) + ")");
+    }
+    std::vector<int64_t> kept;
+    for (size_t i = 0; i < condition->size(); ++i) {
+      if ((*condition)[i] != 0) {
+        kept.push_back(int64_t(i));
+      }
+    }
+    if (kept.empty()) {
+      return unimplemented(node, index, "a condition that keeps nothing (an empty output)");
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * out, rewriteOp(name, "Gather", {x, constInts(kept, name)},
+                               {{"axis", Attribute(axis)}}, node.output(0)));
+    return defineOutput(node, index, out);
+  }
+
   // ReverseSequence of constant sequence_lens: every element's source is
   // known at import (the first lens[b] steps of batch b reversed, the rest
   // in place), so it is one constant Gather of the flattened input.
@@ -3612,6 +3667,8 @@ private:
       return importScatter(node, index, operands, attrs);
     } else if (isRecurrent(opType)) {
       return importRecurrent(node, index, operands, attrs);
+    } else if (opType == "Compress") {
+      return importCompress(node, index, operands, attrs);
     } else if (opType == "TopK") {
       return importTopK(node, index, operands, attrs);
     } else if (opType == "GridSample") {
