@@ -612,6 +612,33 @@ def _topk_cases(rng):
     return out
 
 
+def _dft_cases(rng):
+    """DFT beyond onnx 1.12's three: onesided real spectra, dft_length
+    padding and truncating the signal, complex input along an inner axis,
+    inverse; numpy's fft is the reference."""
+    out = []
+    for name, shape, axis, length, onesided, inverse in (
+            ("onesided_padded", (2, 9, 1), 1, 12, 1, 0),
+            ("truncated", (2, 9, 1), 1, 6, 0, 0),
+            ("complex_inner_axis", (2, 3, 7, 2), 2, None, 0, 0),
+            ("complex_inverse_padded", (1, 5, 2), 1, 8, 0, 1)):
+        x = rng.randn(*shape).astype(np.float32)
+        signal = x[..., 0] + (1j * x[..., 1] if shape[-1] == 2 else 0)
+        n = length or shape[axis]
+        fn = np.fft.ifft if inverse else np.fft.fft
+        y = fn(signal.astype(np.complex128), n=n, axis=axis)
+        if onesided:
+            y = np.take(y, np.arange(n // 2 + 1), axis=axis)
+        y = np.stack((y.real, y.imag), axis=-1).astype(np.float32)
+        inputs = ["x"] + (["len"] if length else [])
+        values = [x] + ([np.array(length, np.int64)] if length else [])
+        node = helper.make_node("DFT", inputs, ["y"], axis=axis,
+                                onesided=onesided, inverse=inverse)
+        out.append(("DFT", _case("osprey_dft_" + name, node, values, [y],
+                                 opset=17)))
+    return out
+
+
 def cases():
     """Returns (op, case) pairs."""
     rng = np.random.RandomState(7)
@@ -1067,6 +1094,7 @@ def cases():
     out.extend(_recurrent_cases(rng))
     out.extend(_half_cases(rng))
     out.extend(_topk_cases(rng))
+    out.extend(_dft_cases(rng))
 
     from onnx.backend.test.case.node import resize as resize_gen
     x = rng.randn(1, 2, 4, 5).astype(np.float32)

@@ -63,7 +63,7 @@ const char *const kRewrittenOps[] = {
     "HannWindow", "HammingWindow", "BlackmanWindow", "Einsum", "Scatter",
     "ScatterElements", "ScatterND", "GatherND", "RNN", "GRU", "LSTM",
     "DynamicQuantizeLinear", "ReverseSequence", "GridSample", "TopK",
-    "Compress"};
+    "Compress", "DFT"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -2737,6 +2737,115 @@ private:
     return defineOutput(node, index, out);
   }
 
+  // DFT (opset 17) along |axis| of a real ([.., 1]) or complex ([.., 2])
+  // signal, as two MatMuls with constant cosine and sine matrices (the
+  // signal truncated or zero-padded to dft_length), onesided keeping the
+  // first L/2 + 1 frequencies, inverse conjugating and dividing by L.
+  absl::Status importDft(const onnx::NodeProto &node, int index,
+                         const std::vector<Value *> &operands,
+                         const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    if (operands.empty() || !operands[0]) {
+      return nodeError(node, index, "expected an input signal");
+    }
+    Value *x = operands[0];
+    const TensorType &t = x->type();
+    const int64_t rank = t.rank();
+    if (!t.hasStaticShape() || rank < 3 || t.elementType() != ElementType::F32 ||
+        (t.dims()[rank - 1] != 1 && t.dims()[rank - 1] != 2)) {
+      return unimplemented(node, index,
+                           "inputs other than f32 [batch, .., signal, 1 or 2] "
+                           "of static shape");
+    }
+    COMPILER_ASSIGN_OR_RETURN(double axisAttr, numberAttr(node, index, attrs, "axis", 1));
+    int64_t axis = int64_t(axisAttr);
+    axis = axis < 0 ? axis + rank : axis;
+    if (axis < 1 || axis > rank - 2) {
+      return nodeError(node, index, "axis must name a signal dimension");
+    }
+    COMPILER_ASSIGN_OR_RETURN(double inv, numberAttr(node, index, attrs, "inverse", 0));
+    COMPILER_ASSIGN_OR_RETURN(double one, numberAttr(node, index, attrs, "onesided", 0));
+    const bool inverse = inv != 0, onesided = one != 0;
+    const bool complex = t.dims()[rank - 1] == 2;
+    const int64_t n = t.dims()[axis];
+    int64_t length = n;
+    if (operands.size() > 1 && operands[1]) {
+      auto l = graph::getConstantInts(operands[1]);
+      if (!l || l->size() != 1) {
+        return unimplemented(node, index, "a dft_length that is not a constant scalar");
+      }
+      length = (*l)[0];
+      if (length < 1) {
+        return nodeError(node, index, "dft_length must be positive");
+      }
+    }
+    if (onesided && complex) {
+      return nodeError(node, index, "onesided needs a real input");
+    }
+    const int64_t freqs = onesided ? length / 2 + 1 : length;
+    std::vector<double> cosM(n * freqs, 0.0), sinM(n * freqs, 0.0);
+    const double scale = inverse ? 1.0 / double(length) : 1.0;
+    for (int64_t s = 0; s < std::min(n, length); ++s) {
+      for (int64_t k = 0; k < freqs; ++k) {
+        double angle = 2 * M_PI * double((k * s) % length) / double(length);
+        cosM[s * freqs + k] = std::cos(angle) * scale;
+        sinM[s * freqs + k] = std::sin(angle) * scale;
+      }
+    }
+    auto matrix = [&](const std::vector<double> &v) {
+      Op *c = graph_->createConstant(TensorType::ranked(ElementType::F32, {n, freqs}),
+                                     DenseData::fromDoubles(ElementType::F32, v));
+      c->setNodeName(name);
+      return c->result();
+    };
+    Value *cosC = matrix(cosM), *sinC = matrix(sinM);
+    auto op = [&](llvm::StringRef kind, std::vector<Value *> in,
+                  std::map<std::string, Attribute> a = {}) {
+      return rewriteOp(name, kind, std::move(in), std::move(a));
+    };
+    // Component c with the signal axis moved last: [.., n].
+    std::vector<int64_t> perm;
+    for (int64_t a = 0; a < rank - 1; ++a) {
+      if (a != axis) {
+        perm.push_back(a);
+      }
+    }
+    perm.push_back(axis);
+    std::vector<int64_t> back(rank - 1);
+    for (size_t a = 0; a < perm.size(); ++a) {
+      back[perm[a]] = int64_t(a);
+    }
+    auto component = [&](int64_t c) -> absl::StatusOr<Value *> {
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * v, op("Gather", {x, constScalar(ElementType::I64, double(c), name)},
+                        {{"axis", Attribute(rank - 1)}}));
+      return op("Transpose", {v}, {{"perm", Attribute(graph::IntList(perm))}});
+    };
+    COMPILER_ASSIGN_OR_RETURN(Value * xr, component(0));
+    // Forward: re = xr C + xi S, im = xi C - xr S; inverse: the signs of
+    // the S terms flip.
+    COMPILER_ASSIGN_OR_RETURN(Value * re, op("MatMul", {xr, cosC}));
+    COMPILER_ASSIGN_OR_RETURN(Value * im, op("MatMul", {xr, sinC}));
+    COMPILER_ASSIGN_OR_RETURN(im, op(inverse ? "Identity" : "Neg", {im}));
+    if (complex) {
+      COMPILER_ASSIGN_OR_RETURN(Value * xi, component(1));
+      COMPILER_ASSIGN_OR_RETURN(Value * iS, op("MatMul", {xi, sinC}));
+      COMPILER_ASSIGN_OR_RETURN(Value * iC, op("MatMul", {xi, cosC}));
+      COMPILER_ASSIGN_OR_RETURN(re, op(inverse ? "Sub" : "Add", {re, iS}));
+      COMPILER_ASSIGN_OR_RETURN(im, op("Add", {im, iC}));
+    }
+    std::vector<Value *> parts;
+    for (Value *v : {re, im}) {
+      COMPILER_ASSIGN_OR_RETURN(v, op("Transpose", {v}, {{"perm", Attribute(graph::IntList(back))}}));
+      COMPILER_ASSIGN_OR_RETURN(v, op("Unsqueeze", {v, constInts({rank - 1}, name)}));
+      parts.push_back(v);
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * out, rewriteOp(name, "Concat", parts,
+                               {{"axis", Attribute(rank - 1)}}, node.output(0)));
+    return defineOutput(node, index, out);
+  }
+
   // ReverseSequence of constant sequence_lens: every element's source is
   // known at import (the first lens[b] steps of batch b reversed, the rest
   // in place), so it is one constant Gather of the flattened input.
@@ -3667,6 +3776,8 @@ private:
       return importScatter(node, index, operands, attrs);
     } else if (isRecurrent(opType)) {
       return importRecurrent(node, index, operands, attrs);
+    } else if (opType == "DFT") {
+      return importDft(node, index, operands, attrs);
     } else if (opType == "Compress") {
       return importCompress(node, index, operands, attrs);
     } else if (opType == "TopK") {
