@@ -636,6 +636,24 @@ def _dft_cases(rng):
                                 onesided=onesided, inverse=inverse)
         out.append(("DFT", _case("osprey_dft_" + name, node, values, [y],
                                  opset=17)))
+    # STFT of a batch of two with a Hann window, both spectrum forms.
+    signal = rng.randn(2, 21, 1).astype(np.float32)
+    window = (0.5 - 0.5 * np.cos(2 * np.pi * np.arange(8) / 8)).astype(
+        np.float32)
+    for onesided in (1, 0):
+        frames = (21 - 8) // 4 + 1
+        bins = 5 if onesided else 8
+        y = np.empty((2, frames, bins, 2), np.float32)
+        for b in range(2):
+            for f in range(frames):
+                spec = np.fft.fft(signal[b, 4 * f:4 * f + 8, 0].astype(
+                    np.float64) * window)[:bins]
+                y[b, f, :, 0], y[b, f, :, 1] = spec.real, spec.imag
+        node = helper.make_node("STFT", ["x", "step", "window"], ["y"],
+                                onesided=onesided)
+        out.append(("STFT", _case(
+            "osprey_stft_hann_batch2_onesided%d" % onesided, node,
+            [signal, np.array(4, np.int64), window], [y], opset=17)))
     return out
 
 

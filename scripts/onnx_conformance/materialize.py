@@ -93,7 +93,7 @@ OPS = {
     "ScatterND": "scatternd", "GatherND": "gathernd", "RNN": "rnn", "GRU": "gru",
     "LSTM": "lstm", "DynamicQuantizeLinear": "dynamicquantizelinear",
     "ReverseSequence": "reversesequence", "GridSample": "gridsample",
-    "TopK": "topk", "Compress": "compress", "DFT": "dft",
+    "TopK": "topk", "Compress": "compress", "DFT": "dft", "STFT": "stft",
 }
 # Mish (opset 18) has no generator in onnx 1.12: its cases are Osprey's own.
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
@@ -124,6 +124,7 @@ CONST_INPUTS = {
     # Scatters and GatherND compile with constant indices.
     "Scatter": {1}, "ScatterElements": {1}, "ScatterND": {1}, "GatherND": {1},
     "ReverseSequence": {1}, "TopK": {1}, "Compress": {1}, "DFT": {1},
+    "STFT": {1, 2, 3},
     # A window's size sets its shape.
     "HannWindow": {0}, "HammingWindow": {0}, "BlackmanWindow": {0},
     # Quantization parameters and weights are compile-time constants; the
@@ -173,7 +174,7 @@ FAMILIES = {
                "ReduceLogSum", "ReduceLogSumExp", "ArgMax", "ArgMin",
                "CumSum", "TopK"],
     "resize": ["Resize", "GridSample"],
-    "trig": ["DFT", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
+    "trig": ["DFT", "STFT", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
              "Asinh", "Acosh", "Atanh", "HannWindow", "HammingWindow",
              "BlackmanWindow"],
     "loss": ["NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"],
