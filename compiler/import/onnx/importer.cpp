@@ -574,6 +574,23 @@ private:
     return c->result();
   }
 
+  // A constant of element type |et| and |shape| from |values| (doubles, or
+  // int64 for integer and bool types), named after node |name|.
+  Value *constTensor(ElementType et, std::vector<int64_t> shape,
+                     const std::vector<double> &values, const std::string &name) {
+    Op *c = graph_->createConstant(TensorType::ranked(et, std::move(shape)),
+                                   DenseData::fromDoubles(et, values));
+    c->setNodeName(name);
+    return c->result();
+  }
+  Value *constTensor(ElementType et, std::vector<int64_t> shape,
+                     const std::vector<int64_t> &values, const std::string &name) {
+    Op *c = graph_->createConstant(TensorType::ranked(et, std::move(shape)),
+                                   DenseData::fromInt64s(et, values));
+    c->setNodeName(name);
+    return c->result();
+  }
+
   Value *constFloats(const std::vector<double> &values,
                      const std::string &name) {
     Op *c = graph_->createConstant(
@@ -797,13 +814,18 @@ private:
   }
 
   // Records |result| as the value of the node's first output.
+  // Names |node|'s output |k| (0 by default) |result|; an absent or empty
+  // output name defines nothing.
   absl::Status defineOutput(const onnx::NodeProto &node, int index,
-                            Value *result) {
-    if (values_.count(node.output(0))) {
-      return nodeError(node, index,
-                       "output '" + node.output(0) + "' is already defined");
+                            Value *result, int k = 0) {
+    if (k >= node.output_size() || node.output(k).empty()) {
+      return absl::OkStatus();
     }
-    values_[node.output(0)] = result;
+    if (values_.count(node.output(k))) {
+      return nodeError(node, index,
+                       "output '" + node.output(k) + "' is already defined");
+    }
+    values_[node.output(k)] = result;
     return absl::OkStatus();
   }
 
@@ -1859,10 +1881,7 @@ private:
       fns.push_back(std::move(fn));
     }
     auto constant = [&](std::vector<int64_t> shape, const std::vector<double> &v) {
-      Op *c = graph_->createConstant(TensorType::ranked(ElementType::F32, shape),
-                                     DenseData::fromDoubles(ElementType::F32, v));
-      c->setNodeName(name);
-      return c->result();
+      return constTensor(ElementType::F32, std::move(shape), v, name);
     };
     auto slice = [&](Value *v, int64_t axis, int64_t begin, int64_t end) {
       return rewriteOp(name, "Slice",
@@ -2037,11 +2056,7 @@ private:
         return absl::OkStatus();
       }
       COMPILER_ASSIGN_OR_RETURN(v, rewriteOp(name, "Identity", {v}, {}, node.output(k)));
-      if (values_.count(node.output(k))) {
-        return nodeError(node, index, "output '" + node.output(k) + "' is already defined");
-      }
-      values_[node.output(k)] = v;
-      return absl::OkStatus();
+      return defineOutput(node, index, v, k);
     };
     // Y [T, D, B, H] (layout 1: [B, T, D, H]); Y_h, Y_c [D, B, H] (layout
     // 1: [B, D, H]).
@@ -2204,11 +2219,7 @@ private:
         COMPILER_ASSIGN_OR_RETURN(
             v, rewriteOp(name, "Identity", {v}, {}, node.output(k)));
       }
-      if (values_.count(node.output(k))) {
-        return nodeError(node, index,
-                         "output '" + node.output(k) + "' is already defined");
-      }
-      values_[node.output(k)] = v;
+      COMPILER_RETURN_IF_ERROR(defineOutput(node, index, v, k));
     }
     return absl::OkStatus();
   }
@@ -2246,11 +2257,9 @@ private:
     const int64_t count = v->type().numElements();
     COMPILER_ASSIGN_OR_RETURN(
         Value * flat, rewriteOp(name, "Reshape", {v, constInts({count}, name)}));
-    Op *c = graph_->createConstant(
-        TensorType::ranked(ElementType::I64, std::move(shape)),
-        DenseData::fromInt64s(ElementType::I64, picks));
-    c->setNodeName(name);
-    return rewriteOp(name, "Gather", {flat, c->result()},
+    return rewriteOp(name, "Gather",
+                     {flat, constTensor(ElementType::I64, std::move(shape),
+                                        picks, name)},
                      {{"axis", Attribute(int64_t(0))}});
   }
 
@@ -2603,10 +2612,7 @@ private:
     // Constant of |shape| (n or k at given axes, 1 elsewhere) from |values|.
     auto positions = [&](ElementType type, std::vector<int64_t> shape,
                          const std::vector<int64_t> &values) {
-      Op *c = graph_->createConstant(TensorType::ranked(type, std::move(shape)),
-                                     DenseData::fromInt64s(type, values));
-      c->setNodeName(name);
-      return c->result();
+      return constTensor(type, std::move(shape), values, name);
     };
     // xi: element i along axis (axis + 1 unsqueezed), xj: element j along
     // axis + 1.
@@ -2675,10 +2681,7 @@ private:
       }
       COMPILER_ASSIGN_OR_RETURN(
           Value * v, rewriteOp(name, "Identity", {results[r]}, {}, node.output(r)));
-      if (values_.count(node.output(r))) {
-        return nodeError(node, index, "output '" + node.output(r) + "' is already defined");
-      }
-      values_[node.output(r)] = v;
+      COMPILER_RETURN_IF_ERROR(defineOutput(node, index, v, r));
     }
     return absl::OkStatus();
   }
@@ -2806,10 +2809,7 @@ private:
       }
     }
     auto matrix = [&](const std::vector<double> &v) {
-      Op *c = graph_->createConstant(TensorType::ranked(ElementType::F32, {n, freqs}),
-                                     DenseData::fromDoubles(ElementType::F32, v));
-      c->setNodeName(name);
-      return c->result();
+      return constTensor(ElementType::F32, {n, freqs}, v, name);
     };
     Value *cosC = matrix(cosM), *sinC = matrix(sinM);
     auto op = [&](llvm::StringRef kind, std::vector<Value *> in,
