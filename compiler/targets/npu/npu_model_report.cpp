@@ -1,5 +1,6 @@
-// npu_model_report: partitions ONNX models for an npu-v1 configuration and
-// runs every NPU chain's command stream on the simulator (random int8 data),
+// npu_model_report: partitions ONNX models for an npu-v1 configuration as
+// osprey-compile does (NpuOffload::plan) and runs every NPU chain's command
+// stream on the simulator (random int8 data),
 // printing the partition and, per model, the simulated cycles against the
 // accelerator's peak (MACs / PEs), the share of MACs offloaded and the PE
 // utilization of the MAC instructions. The numbers of docs/npu.md's
@@ -8,16 +9,13 @@
 //   npu_model_report [--accelerator=npu-v1:pes=64,sram=256KiB] [--verbose]
 //                    model.onnx ...
 #include <cstdio>
-#include <map>
 #include <random>
-#include <set>
 #include <string>
 #include <vector>
 
 #include "compiler/graph/passes/pass_manager.h"
 #include "compiler/import/onnx/importer.h"
-#include "compiler/targets/npu/graph_layers.h"
-#include "compiler/targets/npu/partition.h"
+#include "compiler/targets/npu/offload.h"
 #include "compiler/targets/npu/stream_emitter.h"
 #include "compiler/targets/npu/testing/run_stream.h"
 
@@ -28,77 +26,32 @@ struct ChainRun {
   uint64_t cycles = 0, macCycles = 0, macs = 0, dmaBytes = 0;
 };
 
-// Emits |ops| (one chain, in order) as one stream with tensors passed
-// between consecutive layers resident, and runs it.
-absl::StatusOr<ChainRun> runChain(const graph::Graph &graph,
-                                  const std::vector<const graph::Op *> &ops,
-                                  const NpuConfig &config, std::mt19937 &rng) {
-  NpuChain chain;
-  std::map<const graph::Value *, uint32_t> resident; // value -> tensor id
-  std::map<const graph::Value *, uint32_t> bound;    // value -> binding
-  std::set<const graph::Op *> inChain(ops.begin(), ops.end());
-  uint32_t nextBinding = 0;
-  std::vector<uint64_t> bindingBytes;
-  auto newBinding = [&](uint64_t bytes) {
-    bindingBytes.push_back(bytes);
-    return nextBinding++;
-  };
-  for (size_t i = 0; i < ops.size(); ++i) {
-    auto layer = layerFromOp(*ops[i]);
-    if (!layer.ok()) {
-      return layer.status();
-    }
-    auto operandFor = [&](const graph::Value *v, const Shape &shape) {
-      auto it = resident.find(v);
-      if (it != resident.end()) {
-        return Operand::resident(it->second);
+// Runs the stream |kernel| was compiled to, its activation inputs filled
+// with random int8 data.
+absl::StatusOr<ChainRun> runChain(const NpuKernel &kernel, const NpuConfig &config,
+                                  std::mt19937 &rng) {
+  const CompiledStream &stream = kernel.trial();
+  // Binding sizes from the layers' memory operands.
+  std::vector<uint64_t> bytes(kernel.outputOperand() + 2, 0);
+  for (const NpuLayer &l : kernel.chain().layers) {
+    auto note = [&](const Operand &op, const Shape &shape) {
+      if (op.kind == Operand::Kind::Binding) {
+        bytes[op.binding] = std::max(bytes[op.binding], op.offset + shape.elements());
       }
-      auto b = bound.find(v);
-      if (b == bound.end()) {
-        b = bound.emplace(v, newBinding(uint64_t(shape.elements()))).first;
-      }
-      return Operand::memory(b->second);
     };
-    layer->in = operandFor(ops[i]->operand(0), layer->input);
-    if (layer->hasSecondInput()) {
-      layer->in2 = operandFor(ops[i]->operand(1), layer->input);
+    note(l.in, l.input);
+    if (l.hasSecondInput()) {
+      note(l.in2, l.input);
     }
-    // Resident when only the next layer of the chain reads the result.
-    const graph::Value *result = ops[i]->result();
-    std::vector<graph::Op *> users = graph.users(result);
-    bool onlyNext = i + 1 < ops.size() && !users.empty();
-    for (const graph::Op *user : users) {
-      onlyNext = onlyNext && user == ops[i + 1];
-    }
-    bool isOutput = false;
-    for (const graph::Value *out : graph.outputs()) {
-      isOutput = isOutput || out == result;
-    }
-    if (onlyNext && !isOutput) {
-      uint32_t id = uint32_t(resident.size());
-      resident[result] = id;
-      layer->dst = Operand::resident(id);
-    } else {
-      uint32_t b = newBinding(uint64_t(layer->output.elements()));
-      bound[result] = b;
-      layer->dst = Operand::memory(b);
-    }
-    chain.layers.push_back(std::move(*layer));
+    note(l.dst, l.output);
   }
-  chain.weightBinding = newBinding(0);
-  chain.scratchBinding = newBinding(0);
-  auto stream = emitChain(chain, config);
-  if (!stream.ok()) {
-    return stream.status();
-  }
-  std::vector<std::vector<uint8_t>> bindings(bindingBytes.size());
+  std::vector<std::vector<uint8_t>> bindings(bytes.size());
   for (size_t b = 0; b < bindings.size(); ++b) {
-    std::vector<int8_t> data = testing::randomTensor(int64_t(bindingBytes[b]), rng);
+    std::vector<int8_t> data = testing::randomTensor(int64_t(bytes[b]), rng);
     bindings[b].assign(data.begin(), data.end());
   }
-  bindings[chain.weightBinding] = stream->weights;
-  bindings[chain.scratchBinding].assign(stream->scratchBytes, 0);
-  testing::RunResult run = testing::runStream(*stream, config, bindings);
+  bindings[kernel.weightOperand()] = stream.weights;
+  testing::RunResult run = testing::runStream(stream, config, bindings);
   if (!run.status.ok()) {
     return run.status;
   }
@@ -133,26 +86,24 @@ int reportModel(const std::string &path, const std::string &spec, bool verbose) 
     std::fprintf(stderr, "%s: %s\n", path.c_str(), std::string(s.message()).c_str());
     return 1;
   }
-  auto partition = partitionGraph(**graph, *config, OffloadMode::Auto);
-  if (!partition.ok()) {
+  auto offload = NpuOffload::plan(**graph, *config, OffloadMode::Auto);
+  if (!offload.ok()) {
     std::fprintf(stderr, "%s: %s\n", path.c_str(),
-                 std::string(partition.status().message()).c_str());
+                 std::string(offload.status().message()).c_str());
     return 1;
   }
+  const Partition *partition = &(*offload)->partition();
   if (verbose) {
     std::printf("%s", formatPartition(*partition).c_str());
   }
   std::mt19937 rng(1);
   ChainRun total;
-  for (const auto &chainOps : partition->chains) {
-    std::vector<const graph::Op *> ops;
-    for (size_t i : chainOps) {
-      ops.push_back(partition->ops[i].op);
-    }
-    auto run = runChain(**graph, ops, *config, rng);
+  for (size_t i = 0; i < (*offload)->chainCount(); ++i) {
+    const NpuKernel &kernel = (*offload)->kernel(i);
+    auto run = runChain(kernel, *config, rng);
     if (!run.ok()) {
       std::fprintf(stderr, "%s: chain at '%s': %s\n", path.c_str(),
-                   ops.front()->nodeName().c_str(),
+                   kernel.chain().layers.front().name.c_str(),
                    std::string(run.status().message()).c_str());
       return 1;
     }

@@ -17,6 +17,10 @@ using structured::IteratorType;
 using structured::StructuredOp;
 using structured::lowering::LoweringContext;
 
+// The longest chain the search for the best cut tries: bounds the compile
+// time (each candidate chain is compiled to learn its cycles).
+constexpr size_t kMaxChainLayers = 64;
+
 bool isGraphOutput(const graph::Graph &graph, const Value *v) {
   for (const Value *out : graph.outputs()) {
     if (out == v) {
@@ -24,16 +28,6 @@ bool isGraphOutput(const graph::Graph &graph, const Value *v) {
     }
   }
   return false;
-}
-
-// The one op reading |op|'s value, or null when it is returned or read by
-// several (or by none).
-const Op *soleReader(const graph::Graph &graph, const Op &op) {
-  if (isGraphOutput(graph, op.result())) {
-    return nullptr;
-  }
-  std::vector<Op *> users = graph.users(op.result());
-  return users.size() == 1 ? users[0] : nullptr;
 }
 
 // A copy of a 4-D tensor into |to| (of |toDims|): input dimension k is read
@@ -89,41 +83,62 @@ NpuOffload::plan(const graph::Graph &graph, const NpuConfig &config,
   for (OpPlacement &placement : p.ops) {
     placementOf[placement.op] = &placement;
   }
-  // A run that cannot be one stream is retried op by op; an op the stream
-  // emitter refuses alone stays on the CPU.
-  auto place = [&](const std::vector<const Op *> &run) -> absl::Status {
-    absl::Status whole = o->addChain(run);
-    if (whole.ok()) {
-      return absl::OkStatus();
-    }
-    for (const Op *op : run) {
-      absl::Status single = run.size() == 1 ? whole : o->addChain({op});
-      if (!single.ok()) {
-        OpPlacement &placement = *placementOf[op];
-        if (mode == OffloadMode::All) {
-          return absl::UnimplementedError(absl::StrCat(
-              "--offload=all: node '", op->nodeName(), "' (", op->kind(),
-              ") cannot run on the NPU: ", single.message()));
-        }
-        placement.onNpu = false;
-        placement.npuCycles = 0;
-        placement.reason = absl::StrCat("the NPU code generator refused it: ",
-                                        single.message());
-      }
-    }
-    return absl::OkStatus();
-  };
+  // Each partition chain is cut into the compiled chains with the fewest
+  // cycles in all (the stream emitter's estimates, which are the
+  // simulator's): a chain whose intermediates would spill out of SRAM, or
+  // whose residents leave too little room for good tiles, runs better as
+  // shorter chains. An op the emitter refuses alone stays on the CPU.
   for (const std::vector<size_t> &chain : p.chains) {
-    std::vector<const Op *> run;
-    for (size_t k = 0; k < chain.size(); ++k) {
-      const Op *op = p.ops[chain[k]].op;
-      run.push_back(op);
-      const Op *next = k + 1 < chain.size() ? p.ops[chain[k + 1]].op : nullptr;
-      if (next && soleReader(graph, *op) == next) {
+    std::vector<const Op *> ops;
+    for (size_t i : chain) {
+      const Op *op = p.ops[i].op;
+      absl::StatusOr<Chain> alone = o->compileChain({op});
+      if (alone.ok()) {
+        ops.push_back(op);
         continue;
       }
-      COMPILER_RETURN_IF_ERROR(place(run));
-      run.clear();
+      if (mode == OffloadMode::All) {
+        return absl::UnimplementedError(absl::StrCat(
+            "--offload=all: node '", op->nodeName(), "' (", op->kind(),
+            ") cannot run on the NPU: ", alone.status().message()));
+      }
+      OpPlacement &placement = *placementOf[op];
+      placement.onNpu = false;
+      placement.npuCycles = 0;
+      placement.reason = absl::StrCat("the NPU code generator refused it: ",
+                                      alone.status().message());
+    }
+    // best[i]: the fewest cycles of ops[i..]; end[i]: where its first
+    // chain ends.
+    const size_t n = ops.size();
+    std::vector<uint64_t> best(n + 1, 0);
+    std::vector<size_t> end(n, 0);
+    for (size_t first = n; first-- > 0;) {
+      best[first] = UINT64_MAX;
+      for (size_t last = first; last < n && last - first < kMaxChainLayers;
+           ++last) {
+        auto run = llvm::ArrayRef(ops).slice(first, last - first + 1);
+        if (!formsChain(graph, run)) {
+          continue;
+        }
+        absl::StatusOr<Chain> c = o->compileChain({run.begin(), run.end()});
+        if (!c.ok()) {
+          break; // Longer runs hold the same intermediates and more.
+        }
+        const uint64_t cycles = c->kernel->trial().estimatedCycles + best[last + 1];
+        if (cycles <= best[first]) { // Ties go to the longer chain.
+          best[first] = cycles;
+          end[first] = last;
+        }
+      }
+    }
+    for (size_t first = 0; first < n; first = end[first] + 1) {
+      COMPILER_ASSIGN_OR_RETURN(
+          Chain c, o->compileChain({ops.begin() + first, ops.begin() + end[first] + 1}));
+      for (const Op *op : c.ops) {
+        o->chainOf_[op] = o->chains_.size();
+      }
+      o->chains_.push_back(std::move(c));
     }
   }
   // The partition now describes the chains as compiled.
@@ -141,7 +156,12 @@ NpuOffload::plan(const graph::Graph &graph, const NpuConfig &config,
   return o;
 }
 
-absl::Status NpuOffload::addChain(std::vector<const Op *> ops) {
+absl::StatusOr<NpuOffload::Chain>
+NpuOffload::compileChain(std::vector<const Op *> ops) const {
+  if (!formsChain(graph_, ops)) {
+    return absl::FailedPreconditionError(
+        "a value of the run is read outside it");
+  }
   Chain c;
   c.ops = std::move(ops);
   NpuChain chain;
@@ -149,18 +169,21 @@ absl::Status NpuOffload::addChain(std::vector<const Op *> ops) {
   // layers that refer to them.
   std::map<const Value *, unsigned> inputIndex;
   std::vector<NpuLayer> layers;
+  // Chain op -> its position (the id of the tensor it produces).
+  std::map<const Op *, size_t> producerIndex;
   for (size_t i = 0; i < c.ops.size(); ++i) {
     const Op &op = *c.ops[i];
+    producerIndex[&op] = i;
     absl::StatusOr<NpuLayer> layer = layerFromOp(op);
     if (!layer.ok()) {
       return absl::InternalError(absl::StrCat("node '", op.nodeName(),
                                               "': ", layer.status().message()));
     }
-    const Value *previous = i ? c.ops[i - 1]->result() : nullptr;
     auto operand = [&](unsigned k) {
       const Value *v = op.operand(k);
-      if (v == previous) {
-        return Operand::resident(static_cast<uint32_t>(i - 1));
+      if (auto it = producerIndex.find(v->definingOp());
+          v->definingOp() && it != producerIndex.end()) {
+        return Operand::resident(static_cast<uint32_t>(it->second));
       }
       auto [it, added] =
           inputIndex.emplace(v, static_cast<unsigned>(c.inputs.size()));
@@ -192,11 +215,7 @@ absl::Status NpuOffload::addChain(std::vector<const Op *> ops) {
   }
   c.kernel = std::make_shared<NpuKernel>(std::move(chain), n, std::move(trial),
                                          config_);
-  for (const Op *op : c.ops) {
-    chainOf_[op] = chains_.size();
-  }
-  chains_.push_back(std::move(c));
-  return absl::OkStatus();
+  return c;
 }
 
 absl::StatusOr<unsigned> NpuOffload::hwcTensor(LoweringContext &ctx,

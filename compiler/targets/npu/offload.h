@@ -3,11 +3,12 @@
 // lowering of every chain to one external structured op (an NpuKernel) in
 // place of its graph ops.
 //
-// A chain here has one result leaving it: partitionGraph's chains are cut
-// after every op whose value is read outside the chain or returned. A chain
-// whose intermediates would spill out of SRAM is split into single layers
-// (which need no scratch memory); a layer the stream emitter refuses stays
-// on the CPU with the emitter's reason.
+// A chain here has one result leaving it (partition.h, formsChain); its
+// other values stay in SRAM, also where several layers of the chain read
+// them (residual branches). A chain the stream emitter refuses, or whose
+// intermediates would spill out of SRAM, compiles as shorter chains from
+// its first op; a layer the emitter refuses alone stays on the CPU with the
+// emitter's reason.
 //
 // Layout: NPU layers read and write batch-1 NCHW values as HWC. A 4-D value
 // crossing the boundary gets a transpose on the CPU (a structured copy
@@ -77,6 +78,8 @@ public:
 
   const Partition &partition() const { return partition_; }
   size_t chainCount() const { return chains_.size(); }
+  // The kernel of chain |i| (< chainCount()), as compiled.
+  const NpuKernel &kernel(size_t i) const { return *chains_[i].kernel; }
 
   // The lowering override (structured::lowering::OpOverride): lowers the
   // last op of each chain to the chain's external op, with the layout
@@ -94,8 +97,9 @@ private:
 
   NpuOffload(const graph::Graph &graph, const NpuConfig &config)
       : graph_(graph), config_(config) {}
-  // Compiles |ops| as one chain; appends it on success.
-  absl::Status addChain(std::vector<const graph::Op *> ops);
+  // Compiles |ops| as one chain (FAILED_PRECONDITION when they do not form
+  // one, or its intermediates would need memory outside SRAM).
+  absl::StatusOr<Chain> compileChain(std::vector<const graph::Op *> ops) const;
   absl::StatusOr<unsigned> hwcTensor(structured::lowering::LoweringContext &ctx,
                                      const graph::Value *v);
 

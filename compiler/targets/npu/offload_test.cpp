@@ -49,8 +49,8 @@ std::string epilogue(const std::string &p, int n) {
          "  %" + p + "s = Constant() {value = dense<[" + shift + "]>} : tensor<" + t + ">\n";
 }
 
-// conv1 feeds conv2 and the residual add (so its value leaves its chain),
-// a dequantize/quantize pair runs on the CPU between the add and the pool,
+// conv1 feeds conv2 and the residual add (a branch inside one chain), a
+// dequantize/quantize pair runs on the CPU between the add and the pool,
 // and fc reads the pool through a reshape.
 std::string model() {
   return "graph @m(%x: tensor<1x4x16x16xi8>) {\n" +
@@ -110,14 +110,108 @@ protected:
 };
 
 TEST_F(OffloadTest, ChainsEndWhereAValueLeavesThem) {
-  // conv1 | conv2 + add | pool | fc: conv1's value is read twice, dq and q
-  // run on the CPU, the reshape is a CPU view.
+  // conv1 + conv2 + add | pool | fc: conv1's value is read twice, both
+  // times inside the chain; dq and q run on the CPU, the reshape is a CPU
+  // view.
   const Partition &p = offload_->partition();
-  ASSERT_EQ(offload_->chainCount(), 4u) << formatPartition(p);
-  ASSERT_EQ(p.chains.size(), 4u);
+  ASSERT_EQ(offload_->chainCount(), 3u) << formatPartition(p);
+  ASSERT_EQ(p.chains.size(), 3u);
+  EXPECT_EQ(p.chains[0].size(), 3u);
+  EXPECT_EQ(p.chains[1].size(), 1u);
+  EXPECT_THAT(formatPartition(p), HasSubstr("3 NPU chains")) << formatPartition(p);
+}
+
+TEST_F(OffloadTest, ABranchStaysResidentInItsChain) {
+  for (const structured::StructuredOp &op : program_.ops) {
+    if (!op.external) {
+      continue;
+    }
+    const auto &kernel = static_cast<const NpuKernel &>(*op.external);
+    if (kernel.chain().layers.size() != 3) {
+      continue;
+    }
+    // One activation input (x), read by conv1; the add reads conv2's and
+    // conv1's tensors, and only the add writes memory.
+    EXPECT_EQ(kernel.inputCount(), 1u);
+    const NpuLayer &add = kernel.chain().layers[2];
+    ASSERT_EQ(add.kind, LayerKind::Add);
+    EXPECT_EQ(add.in.kind, Operand::Kind::Resident);
+    EXPECT_EQ(add.in.tensor, 1u);
+    EXPECT_EQ(add.in2.kind, Operand::Kind::Resident);
+    EXPECT_EQ(add.in2.tensor, 0u);
+    EXPECT_EQ(add.dst.kind, Operand::Kind::Binding);
+    EXPECT_EQ(kernel.trial().scratchBytes, 0u);
+    EXPECT_GE(kernel.trial().residentBytes, 2u * 16 * 16 * 16);
+    return;
+  }
+  ADD_FAILURE() << "no chain of conv1, conv2 and add";
+}
+
+// A residual block whose first conv is also read by the CPU (a second
+// output), at |size| x |size| pixels of 16 channels.
+std::string branchModel(int size) {
+  const std::string t = "1x16x" + std::to_string(size) + "x" + std::to_string(size);
+  return "graph @m(%x: tensor<" + t + "xi8>) {\n" +
+         constant("w1", 16 * 16 * 9, "16x16x3x3xi8", 3) + epilogue("c1", 16) +
+         constant("w2", 16 * 16 * 9, "16x16x3x3xi8", 5) + epilogue("c2", 16) +
+         "  %sc = Constant() {value = dense<[0.25]>} : tensor<f32>\n"
+         "  %a = QConv(%x, %w1, %c1b, %c1m, %c1s) {pads = [1, 1, 1, 1], y_zero_point = 0} : "
+         "tensor<" + t + "xi8> loc(\"conv1\")\n"
+         "  %b = QConv(%a, %w2, %c2b, %c2m, %c2s) {pads = [1, 1, 1, 1], y_zero_point = 0} : "
+         "tensor<" + t + "xi8> loc(\"conv2\")\n"
+         "  %c = QAdd(%b, %a) {a_multiplier = 1073741824, a_shift = 0, b_multiplier = "
+         "1073741824, b_shift = 0, multiplier = 1073741824, shift = -19, y_zero_point = 0} : "
+         "tensor<" + t + "xi8> loc(\"add\")\n"
+         "  %d = DequantizeLinear(%a, %sc) : tensor<" + t + "xf32> loc(\"dq\")\n"
+         "  return %c, %d\n}\n";
+}
+
+absl::StatusOr<std::unique_ptr<NpuOffload>> planText(const std::string &text,
+                                                     std::unique_ptr<graph::Graph> *graph) {
+  auto parsed = graph::parseGraph(text);
+  if (!parsed.ok()) {
+    return parsed.status();
+  }
+  *graph = std::move(*parsed);
+  auto config = parseNpuConfig("npu-v1:pes=64,sram=256KiB");
+  if (!config.ok()) {
+    return config.status();
+  }
+  return NpuOffload::plan(**graph, *config, OffloadMode::All);
+}
+
+TEST(OffloadChainsTest, AValueTheCpuReadsEndsItsChain) {
+  std::unique_ptr<graph::Graph> graph;
+  auto offload = planText(branchModel(8), &graph);
+  ASSERT_TRUE(offload.ok()) << offload.status();
+  // conv1 | conv2 + add: dq reads conv1's value.
+  const Partition &p = (*offload)->partition();
+  ASSERT_EQ(p.chains.size(), 2u) << formatPartition(p);
   EXPECT_EQ(p.chains[0].size(), 1u);
   EXPECT_EQ(p.chains[1].size(), 2u);
-  EXPECT_THAT(formatPartition(p), HasSubstr("4 NPU chains")) << formatPartition(p);
+}
+
+TEST(OffloadChainsTest, ABlockTooLargeToStayInSramBecomesShorterChains) {
+  // Without the CPU reader the block is one chain at 8x8. At 96x96 its
+  // tensors (144 KiB each) cannot stay resident beside the working tiles
+  // (the stream SRAM is 192 KiB), so every layer is a chain of its own,
+  // still on the NPU.
+  for (int size : {8, 96}) {
+    std::string text = branchModel(size);
+    text.erase(text.find("  %d = "), text.find("  return") - text.find("  %d = "));
+    text.replace(text.find("return %c, %d"), 13, "return %c");
+    std::unique_ptr<graph::Graph> graph;
+    auto offload = planText(text, &graph);
+    ASSERT_TRUE(offload.ok()) << offload.status();
+    const Partition &p = (*offload)->partition();
+    EXPECT_EQ(p.chains.size(), size == 8 ? 1u : 3u) << formatPartition(p);
+    EXPECT_EQ(p.npuMacs, p.totalMacs);
+    for (const OpPlacement &o : p.ops) {
+      if (o.op->kind() != "DequantizeLinear") {
+        EXPECT_TRUE(o.onNpu) << o.op->nodeName() << ": " << o.reason;
+      }
+    }
+  }
 }
 
 TEST_F(OffloadTest, LayoutChangesOnlyWhereTheCpuReadsOrWrites) {
@@ -129,7 +223,7 @@ TEST_F(OffloadTest, LayoutChangesOnlyWhereTheCpuReadsOrWrites) {
       EXPECT_EQ(op.classify(), structured::OpClass::External);
     }
   }
-  EXPECT_EQ(external, 4);
+  EXPECT_EQ(external, 3);
   // To HWC: the input and q's result; from HWC: the add's result (for dq)
   // and the pool's (for the reshape). conv1's value goes
   // from chain to chain in HWC, and fc reads and writes rows.
@@ -189,14 +283,14 @@ TEST_F(OffloadTest, TheNpuTargetBuildsEveryChainsRegion) {
       EXPECT_TRUE(bound) << region.name;
     }
   }
-  ASSERT_EQ(npuRegions.size(), 4u);
+  ASSERT_EQ(npuRegions.size(), 3u);
   auto exe = target.buildExecutable(targets::regionSubset(*d, npuRegions), {"m"});
   ASSERT_TRUE(exe.ok()) << exe.status();
   EXPECT_EQ(exe->format, "npu-v1");
   drivers::npu::sim::BlobView view;
   ASSERT_TRUE(drivers::npu::sim::BlobView::Parse(exe->data, &view).ok());
-  ASSERT_EQ(view.export_count(), 4u);
-  for (uint32_t i = 0; i < 4; ++i) {
+  ASSERT_EQ(view.export_count(), 3u);
+  for (uint32_t i = 0; i < 3; ++i) {
     EXPECT_EQ(std::string(view.export_view(i).name), d->regions[npuRegions[i]].name);
     EXPECT_LE(view.export_view(i).binding_count, d->regions[npuRegions[i]].bindings.size());
   }

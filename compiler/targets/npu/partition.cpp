@@ -74,6 +74,36 @@ absl::StatusOr<OffloadMode> parseOffloadMode(llvm::StringRef text) {
                                     " is not auto, none or all");
 }
 
+bool formsChain(const graph::Graph &graph, llvm::ArrayRef<const Op *> ops) {
+  std::set<const Op *> inChain(ops.begin(), ops.end());
+  std::set<const graph::Value *> fromOutside;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    const Op &op = *ops[k];
+    for (const graph::Value *v : op.operands()) {
+      const Op *producer = v ? v->definingOp() : nullptr;
+      if (v && !inChain.count(producer) &&
+          (!producer || producer->kind() != "Constant")) {
+        fromOutside.insert(v);
+      }
+    }
+    if (k + 1 == ops.size()) {
+      break; // The chain's result: read anywhere.
+    }
+    for (const graph::Value *out : graph.outputs()) {
+      if (out == op.result()) {
+        return false;
+      }
+    }
+    for (const Op *user : graph.users(op.result())) {
+      if (!inChain.count(user)) {
+        return false;
+      }
+    }
+  }
+  // Each value from outside is a binding, and so is the result.
+  return fromOutside.size() + 1 <= kMaxChainBindings;
+}
+
 absl::StatusOr<Partition> partitionGraph(const graph::Graph &graph,
                                          const NpuConfig &config,
                                          OffloadMode mode,
@@ -182,63 +212,46 @@ absl::StatusOr<Partition> partitionGraph(const graph::Graph &graph,
     }
   }
 
-  // Chains: runs of NPU ops, each reading the previous one's result while
-  // it is still in SRAM. A chain tensor is either passed on in SRAM (its
-  // only reader is the next layer) or written to memory, where only later
-  // chains may read it (a stream's loads run ahead of its stores): a layer
-  // that would read memory its own chain writes starts a new chain. The
-  // chain's bindings are bounded too: every operand from outside and every
-  // result read outside is one, and two more hold the weights and the
-  // scratch.
-  // The one op reading |o|'s result, or null when it is returned or read
-  // by several.
-  auto soleReader = [&](const OpPlacement &o) -> const Op * {
-    for (const graph::Value *out : graph.outputs()) {
-      if (out == o.op->result()) {
-        return nullptr;
-      }
-    }
-    std::vector<Op *> users = graph.users(o.op->result());
-    return users.size() == 1 ? users[0] : nullptr;
-  };
-  const OpPlacement *previous = nullptr;
-  std::set<const Op *> chainOps;
-  unsigned chainBindings = 0;
+  // Chains. NPU ops are grouped in graph order: an op joins the open group
+  // when it reads a value an op of the group produced. Each group is then
+  // cut into chains, each the longest run from its first op that
+  // formsChain accepts (a single op always does).
+  std::vector<std::vector<size_t>> groups;
+  std::set<const Op *> open;
   for (size_t i = 0; i < p.ops.size(); ++i) {
     OpPlacement &o = p.ops[i];
     if (!o.onNpu) {
       continue;
     }
     p.npuMacs += o.macs;
-    bool passedOn = false, readsChainMemory = false;
-    unsigned bindings = 0;
+    bool joins = false;
     for (const graph::Value *v : o.op->operands()) {
-      if (!v) {
-        continue;
+      joins |= v && v->definingOp() && open.count(v->definingOp());
+    }
+    if (!joins) {
+      groups.emplace_back();
+      open.clear();
+    }
+    groups.back().push_back(i);
+    open.insert(o.op);
+  }
+  for (const std::vector<size_t> &group : groups) {
+    std::vector<const Op *> ops;
+    for (size_t i : group) {
+      ops.push_back(p.ops[i].op);
+    }
+    for (size_t first = 0; first < ops.size();) {
+      size_t last = ops.size() - 1;
+      while (last > first &&
+             !formsChain(graph, llvm::ArrayRef(ops).slice(first, last - first + 1))) {
+        --last;
       }
-      const Op *producer = v->definingOp();
-      if (previous && producer == previous->op && soleReader(*previous) == o.op) {
-        passedOn = true;
-      } else if (producer && chainOps.count(producer)) {
-        readsChainMemory = true;
-      } else if (!producer || producer->kind() != "Constant") {
-        ++bindings; // Another op's result or a graph input.
+      p.chains.emplace_back(group.begin() + first, group.begin() + last + 1);
+      for (size_t k = first; k <= last; ++k) {
+        p.ops[group[k]].chain = static_cast<int>(p.chains.size()) - 1;
       }
+      first = last + 1;
     }
-    if (!soleReader(o)) {
-      ++bindings; // Read by several or returned: written to memory.
-    }
-    if (!passedOn || readsChainMemory || p.chains.empty() ||
-        chainBindings + bindings > kMaxChainBindings) {
-      p.chains.emplace_back();
-      chainOps.clear();
-      chainBindings = 0;
-    }
-    chainBindings += bindings;
-    chainOps.insert(o.op);
-    o.chain = static_cast<int>(p.chains.size()) - 1;
-    p.chains.back().push_back(i);
-    previous = &o;
   }
   return p;
 }

@@ -14,9 +14,11 @@
 //     pays its input and output transfers; one inside a chain pays nothing.
 //     --offload=all puts every runnable op on the NPU and fails listing the
 //     ones that cannot go; --offload=none keeps everything on the CPU.
-// Chains: maximal runs of NPU ops in graph order where each op reads the
-// previous one's result; a result read outside the chain leaves it through
-// memory (the emitter's spill/output), so chains stay correct for any graph.
+// Chains: NPU ops compiled into one command stream, their intermediates
+// resident in SRAM. A chain is a run of NPU ops in graph order in which each
+// op after the first reads a value of the run (so residual branches stay in
+// one chain), and whose only value read outside it is its last op's result
+// (formsChain).
 #ifndef OSPREY_COMPILER_TARGETS_NPU_PARTITION_H_
 #define OSPREY_COMPILER_TARGETS_NPU_PARTITION_H_
 
@@ -61,6 +63,12 @@ struct Partition {
   std::vector<std::vector<size_t>> chains;
   int64_t totalMacs = 0, npuMacs = 0;
 };
+
+// Whether |ops| (graph order) can run as one chain: every op's value but the
+// last one's is read only by ops of the list and not returned, and the
+// values read from outside plus the result fit the bindings of one npu-v1
+// export (less the weights and the scratch).
+bool formsChain(const graph::Graph &graph, llvm::ArrayRef<const graph::Op *> ops);
 
 absl::StatusOr<Partition> partitionGraph(const graph::Graph &graph,
                                          const NpuConfig &config,

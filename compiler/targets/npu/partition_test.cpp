@@ -143,6 +143,28 @@ TEST_F(PartitionTest, ALoneCheapOpStaysOnTheCpu) {
   EXPECT_TRUE(placement(*all, "rescale").onNpu);
 }
 
+TEST_F(PartitionTest, ARunFormsAChainWhenOnlyItsLastValueLeavesIt) {
+  auto op = [&](const char *node) -> const graph::Op * {
+    for (const auto &o : graph_->ops()) {
+      if (o->nodeName() == node) {
+        return o.get();
+      }
+    }
+    ADD_FAILURE() << "no node " << node;
+    return nullptr;
+  };
+  using Ops = std::vector<const graph::Op *>;
+  EXPECT_TRUE(formsChain(*graph_, Ops{op("conv1")}));
+  EXPECT_TRUE(formsChain(*graph_, Ops{op("conv1"), op("conv2")}));
+  // conv2's value goes to square, outside the run.
+  EXPECT_FALSE(formsChain(*graph_, Ops{op("conv1"), op("conv2"), op("conv3")}));
+  // conv1's value goes to conv2, outside the run.
+  EXPECT_FALSE(formsChain(*graph_, Ops{op("conv1"), op("conv3")}));
+  EXPECT_TRUE(formsChain(*graph_, Ops{op("conv3"), op("pool")}));
+  // pool's value goes to the reshape, a CPU view.
+  EXPECT_FALSE(formsChain(*graph_, Ops{op("pool"), op("fc")}));
+}
+
 TEST(OffloadModeTest, Parses) {
   EXPECT_EQ(*parseOffloadMode("auto"), OffloadMode::Auto);
   EXPECT_EQ(*parseOffloadMode("all"), OffloadMode::All);
