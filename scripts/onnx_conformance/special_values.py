@@ -194,6 +194,22 @@ def cases():
         case.tolerance = 0
         out.append((op, case))
 
+    # Exp and Log in double: subnormals, the overflow and underflow edges of
+    # exp, values near 1 for log, huge magnitudes; within 1e-15 relative.
+    xe = np.concatenate([SPECIALS.astype(np.float64), np.array(
+        [5e-324, -5e-324, 1e-310, 2.2250738585072014e-308, 1.0 - 2**-53,
+         1.0 + 2**-52, 0.9999, 1.0001, 709.78, 709.79, -708.4, -745.13,
+         -745.14, 1.0e300, -1.0e300, 1.7976931348623157e308], np.float64)
+                         ]).reshape(1, -1)
+    for op, ref in (("Exp", np.exp), ("Log", np.log)):
+        node = helper.make_node(op, ["x"], ["y"])
+        with np.errstate(all="ignore"):
+            want = ref(xe)
+        case = _model("osprey_special_%s_f64" % op.lower(), node,
+                      [("x", xe)], [("y", want)])
+        case.tolerance = 1e-15
+        out.append((op, case))
+
     # Mean as the ONNX reference computes it: the sum in float32, then the
     # division (3e38 + 3e38 overflows to inf before it is halved).
     with np.errstate(all="ignore"):

@@ -1124,8 +1124,14 @@ private:
       case ScalarKind::Asinh:
       case ScalarKind::Acosh:
       case ScalarKind::Atanh:
+        if (t == ElementType::F64 &&
+            (n.kind == ScalarKind::Exp || n.kind == ScalarKind::Log)) {
+          v[i] = n.kind == ScalarKind::Exp ? emitExpF64(b_, a(0))
+                                           : emitLogF64(b_, a(0));
+          break;
+        }
         if (!f32Only) {
-          return notFor("a transcendental function");
+          return notFor("a transcendental function other than exp and log");
         }
         v[i] = emitTranscendental(b_, n.kind, a(0));
         break;

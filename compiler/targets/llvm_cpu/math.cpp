@@ -21,15 +21,20 @@ llvm::Value *mulAdd(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y,
                            {x, y, z});
 }
 
-// Horner evaluation of sum coeffs[i] * x^i.
+// Horner evaluation of sum coeffs[i] * x^i, in x's type.
 llvm::Value *poly(llvm::IRBuilder<> &b, llvm::Value *x,
                   std::initializer_list<double> coeffs) {
-  const double *c = coeffs.end();
-  llvm::Value *acc = f(b, *--c);
-  while (c != coeffs.begin()) {
-    acc = mulAdd(b, acc, x, f(b, *--c));
+  auto c = [&](double v) { return llvm::ConstantFP::get(x->getType(), v); };
+  const double *k = coeffs.end();
+  llvm::Value *acc = c(*--k);
+  while (k != coeffs.begin()) {
+    acc = mulAdd(b, acc, x, c(*--k));
   }
   return acc;
+}
+
+llvm::Value *d(llvm::IRBuilder<> &b, double v) {
+  return llvm::ConstantFP::get(b.getDoubleTy(), v);
 }
 
 // 1 / y. The division may be computed as a reciprocal estimate refined by
@@ -302,6 +307,74 @@ llvm::Value *emitLog(llvm::IRBuilder<> &b, llvm::Value *x) {
   y = b.CreateSelect(b.CreateFCmpOEQ(x, f(b, 0.0)), f(b, -INFINITY), y);
   y = b.CreateSelect(b.CreateFCmpOEQ(x, f(b, INFINITY)), x, y);
   return b.CreateSelect(b.CreateFCmpULT(x, f(b, 0.0)), f(b, NAN), y);
+}
+
+llvm::Value *emitExpF64(llvm::IRBuilder<> &b, llvm::Value *x) {
+  // e^x = 2^n e^r, n = round(x / ln2), |r| <= ln2 / 2; e^r by its Taylor
+  // series to r^13 (the next term is below 2^-56). Clamping to [-746, 710]
+  // keeps n in [-1076, 1025]; 2^n is applied as two normal powers, so the
+  // one rounding is the last multiply: gradual underflow to subnormals and
+  // zero, and overflow to +inf, come out of the arithmetic. NaN stays NaN.
+  llvm::Value *xc = b.CreateSelect(b.CreateFCmpOLT(x, d(b, -746.0)),
+                                   d(b, -746.0), x);
+  xc = b.CreateSelect(b.CreateFCmpOGT(xc, d(b, 710.0)), d(b, 710.0), xc);
+  constexpr double kShift = 6755399441055744.0; // 1.5 * 2^52
+  llvm::Value *t = mulAdd(b, xc, d(b, M_LOG2E), d(b, kShift));
+  llvm::Value *nf = b.CreateFSub(t, d(b, kShift));
+  // ln2 in a high part whose product with n is exact, and the rest.
+  llvm::Value *r = mulAdd(b, nf, d(b, -6.93147180369123816490e-01), xc);
+  r = mulAdd(b, nf, d(b, -1.90821492927058770002e-10), r);
+  llvm::Value *p =
+      poly(b, r,
+           {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720,
+            1.0 / 5040, 1.0 / 40320, 1.0 / 362880, 1.0 / 3628800,
+            1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800});
+  llvm::Type *i64 = b.getInt64Ty();
+  llvm::Value *n = b.CreateSub(b.CreateBitCast(t, i64),
+                               b.getInt64(0x4338000000000000)); // kShift
+  auto pow2 = [&](llvm::Value *k) { // 2^k for k in [-1022, 1023]
+    return b.CreateBitCast(b.CreateShl(b.CreateAdd(k, b.getInt64(1023)), 52),
+                           b.getDoubleTy());
+  };
+  llvm::Value *n1 = b.CreateAShr(n, 1);
+  llvm::Value *n2 = b.CreateSub(n, n1);
+  return b.CreateFMul(b.CreateFMul(p, pow2(n1)), pow2(n2));
+}
+
+llvm::Value *emitLogF64(llvm::IRBuilder<> &b, llvm::Value *x) {
+  // As emitLog: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), log(m) =
+  // 2 atanh(s), s = (m - 1) / (m + 1), |s| < 0.172, by its odd series to
+  // s^23; e * ln2 in two parts. Subnormals are scaled by 2^54 first.
+  llvm::Type *i64 = b.getInt64Ty();
+  llvm::Value *subnormal = b.CreateFCmpOLT(x, d(b, 0x1p-1022));
+  llvm::Value *xs = b.CreateSelect(subnormal, b.CreateFMul(x, d(b, 0x1p54)), x);
+  llvm::Value *bits = b.CreateBitCast(xs, i64);
+  llvm::Value *e = b.CreateSub(b.CreateLShr(bits, 52),
+                               b.CreateSelect(subnormal, b.getInt64(1023 + 54),
+                                              b.getInt64(1023)));
+  llvm::Value *m = b.CreateBitCast(
+      b.CreateOr(b.CreateAnd(bits, b.getInt64(0xfffffffffffffULL)),
+                 b.getInt64(0x3ff0000000000000ULL)),
+      b.getDoubleTy());
+  llvm::Value *big = b.CreateFCmpOGT(m, d(b, M_SQRT2));
+  m = b.CreateSelect(big, b.CreateFMul(m, d(b, 0.5)), m);
+  e = b.CreateAdd(e, b.CreateZExt(big, i64));
+  llvm::Value *fm = b.CreateFSub(m, d(b, 1.0)); // exact
+  llvm::Value *s = b.CreateFDiv(fm, b.CreateFAdd(m, d(b, 1.0)));
+  llvm::Value *s2 = b.CreateFMul(s, s);
+  // log(m) = 2s + s^3 (2/3 + 2/5 s^2 + ... + 2/23 s^20), and 2s = f - s f
+  // with f = m - 1: f is exact, so only the smaller terms carry rounding.
+  llvm::Value *tail = b.CreateFMul(
+      b.CreateFMul(s, s2),
+      poly(b, s2, {2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9, 2.0 / 11, 2.0 / 13,
+                   2.0 / 15, 2.0 / 17, 2.0 / 19, 2.0 / 21, 2.0 / 23}));
+  llvm::Value *logm = b.CreateFSub(fm, b.CreateFSub(b.CreateFMul(s, fm), tail));
+  llvm::Value *ef = b.CreateSIToFP(e, b.getDoubleTy());
+  llvm::Value *y = mulAdd(b, ef, d(b, 6.93147180369123816490e-01),
+                          mulAdd(b, ef, d(b, 1.90821492927058770002e-10), logm));
+  y = b.CreateSelect(b.CreateFCmpOEQ(x, d(b, 0.0)), d(b, -INFINITY), y);
+  y = b.CreateSelect(b.CreateFCmpOEQ(x, d(b, INFINITY)), x, y);
+  return b.CreateSelect(b.CreateFCmpULT(x, d(b, 0.0)), d(b, NAN), y);
 }
 
 llvm::Value *emitPow(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y) {

@@ -19,6 +19,11 @@ namespace osprey::compiler::llvm_cpu {
 // refined reciprocal estimate.
 llvm::Value *emitExp(llvm::IRBuilder<> &b, llvm::Value *x);
 llvm::Value *emitLog(llvm::IRBuilder<> &b, llvm::Value *x);
+// exp and log of an f64 value (for 64-bit targets with a double-precision
+// unit), within 1.5 ulp of the value, with exp's and log's special values
+// (gradual underflow, overflow to +inf, log(0) = -inf, log(x < 0) = NaN).
+llvm::Value *emitExpF64(llvm::IRBuilder<> &b, llvm::Value *x);
+llvm::Value *emitLogF64(llvm::IRBuilder<> &b, llvm::Value *x);
 // x^y with powf's special cases: a negative x to an integral y has the
 // sign of y's parity, to a finite non-integral y is NaN; x^0 = 1^y = 1.
 llvm::Value *emitPow(llvm::IRBuilder<> &b, llvm::Value *x, llvm::Value *y);
