@@ -1081,6 +1081,37 @@ def cases():
                             epsilon=1e-3)
     out.append(("InstanceNormalization", _case(
         "osprey_instancenorm_offset", node, [x, scale, bias], [ref])))
+    # BatchNormalization in training mode: statistics over the batch and
+    # the spatial axes (offset by 1000, one channel constant), the running
+    # statistics with a momentum of 0.7; a rank-3 input with only y.
+    x = (rng.randn(3, 3, 4, 2) * 2 + 1000).astype(np.float32)
+    x[:, 1] = -4.0
+    mean_in = rng.randn(3).astype(np.float32)
+    var_in = rng.rand(3).astype(np.float32) + 0.5
+    x64 = x.astype(np.float64)
+    m = x64.mean(axis=(0, 2, 3))
+    v = ((x64 - m.reshape(1, 3, 1, 1)) ** 2).mean(axis=(0, 2, 3))
+    y = ((x64 - m.reshape(1, 3, 1, 1)) / np.sqrt(v.reshape(1, 3, 1, 1) + 1e-2) *
+         scale.reshape(1, 3, 1, 1) + bias.reshape(1, 3, 1, 1))
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"],
+                            ["y", "rm", "rv"], epsilon=1e-2, momentum=0.7,
+                            training_mode=1)
+    out.append(("BatchNormalization", _case(
+        "osprey_batchnorm_training", node, [x, scale, bias, mean_in, var_in],
+        [y.astype(np.float32), (mean_in * 0.7 + m * 0.3).astype(np.float32),
+         (var_in * 0.7 + v * 0.3).astype(np.float32)], opset=15)))
+    x = rng.randn(4, 3, 6).astype(np.float32)
+    x64 = x.astype(np.float64)
+    m = x64.mean(axis=(0, 2), keepdims=True)
+    v = ((x64 - m) ** 2).mean(axis=(0, 2), keepdims=True)
+    node = helper.make_node("BatchNormalization", ["x", "s", "b", "m", "v"],
+                            ["y"], training_mode=1)
+    out.append(("BatchNormalization", _case(
+        "osprey_batchnorm_training_rank3_y_only", node,
+        [x, scale, bias, mean_in, var_in],
+        [((x64 - m) / np.sqrt(v + 1e-5) * scale.reshape(1, 3, 1) +
+          bias.reshape(1, 3, 1)).astype(np.float32)], opset=15)))
+
     x = rng.randn(2, 3, 4, 5).astype(np.float32)
     x64 = x.astype(np.float64)
     m = x64.mean(axis=(1, 3), keepdims=True)

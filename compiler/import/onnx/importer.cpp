@@ -3197,20 +3197,25 @@ private:
   }
 
   // InstanceNormalization (per sample and channel over the spatial axes,
-  // then scale[c] and B[c]) and MeanVarianceNormalization (over attribute
-  // axes, default 0, 2, 3): d = x - mean(x), var = mean(d * d) (the
-  // centred form, which does not cancel as E(x^2) - E(x)^2 does), then
-  // d / sqrt(var + epsilon) and d / (sqrt(var) + 1e-9) respectively, as
-  // their definitions add epsilon.
+  // then scale[c] and B[c]), BatchNormalization in training mode (per
+  // channel over the batch and spatial axes, then scale and B; its
+  // running_mean and running_var outputs are mean * momentum + batch
+  // mean * (1 - momentum), and the same for the variance) and
+  // MeanVarianceNormalization (over attribute axes, default 0, 2, 3):
+  // d = x - mean(x), var = mean(d * d) (the centred form, which does not
+  // cancel as E(x^2) - E(x)^2 does), then d / sqrt(var + epsilon) and
+  // d / (sqrt(var) + 1e-9) respectively, as their definitions add epsilon.
   absl::Status importNormalization(const onnx::NodeProto &node, int index,
                                    const std::vector<Value *> &operands,
                                    const std::map<std::string, Attribute> &attrs) {
     const std::string name = nodeName(node, index);
-    const bool instance = node.op_type() == "InstanceNormalization";
-    if (operands.size() != (instance ? 3u : 1u) ||
+    const bool batch = node.op_type() == "BatchNormalization";
+    const bool instance = batch || node.op_type() == "InstanceNormalization";
+    const size_t expected = batch ? 5u : instance ? 3u : 1u;
+    if (operands.size() != expected ||
         std::count(operands.begin(), operands.end(), nullptr)) {
-      return nodeError(node, index, instance ? "expected 3 operands"
-                                             : "expected 1 operand");
+      return nodeError(node, index, "expected " + std::to_string(expected) +
+                                        " operand" + (expected > 1 ? "s" : ""));
     }
     Value *x = operands[0];
     const TensorType &t = x->type();
@@ -3222,6 +3227,9 @@ private:
     const int64_t rank = t.rank();
     std::vector<int64_t> axes;
     if (instance) {
+      if (batch) {
+        axes.push_back(0);
+      }
       for (int64_t a = 2; a < rank; ++a) {
         axes.push_back(a);
       }
@@ -3257,15 +3265,36 @@ private:
       COMPILER_ASSIGN_OR_RETURN(out, op("Div", {d, den}, {}, node.output(0)));
       return defineOutput(node, index, out);
     }
-    for (int i = 1; i < 3; ++i) {
+    static const char *const kVectors[] = {"", "scale", "B", "input_mean",
+                                           "input_var"};
+    for (size_t i = 1; i < operands.size(); ++i) {
       const TensorType &p = operands[i]->type();
       if (!p.hasRank() || p.rank() != 1 || p.elementType() != et ||
           (p.dim(0) != t.dim(1) && t.dim(1) != graph::kDynamic)) {
         return nodeError(node, index,
-                         std::string(i == 1 ? "scale" : "B") +
-                             " must be a vector of one " +
+                         std::string(kVectors[i]) + " must be a vector of one " +
                              graph::elementTypeName(et).str() +
                              " per channel");
+      }
+    }
+    if (batch) {
+      // The running statistics, from the batch's.
+      COMPILER_ASSIGN_OR_RETURN(double momentum,
+                                numberAttr(node, index, attrs, "momentum", 0.9));
+      for (int k = 1; k < 3 && k < node.output_size(); ++k) {
+        if (node.output(k).empty()) {
+          continue;
+        }
+        COMPILER_ASSIGN_OR_RETURN(
+            Value * batchStat, op("Squeeze", {k == 1 ? m : var, constInts(axes, name)}));
+        COMPILER_ASSIGN_OR_RETURN(
+            Value * kept, op("Mul", {operands[k + 2], constScalar(et, momentum, name)}));
+        COMPILER_ASSIGN_OR_RETURN(
+            Value * added,
+            op("Mul", {batchStat, constScalar(et, 1.0 - momentum, name)}));
+        COMPILER_ASSIGN_OR_RETURN(Value * running,
+                                  op("Add", {kept, added}, {}, node.output(k)));
+        COMPILER_RETURN_IF_ERROR(defineOutput(node, index, running, k));
       }
     }
     COMPILER_ASSIGN_OR_RETURN(
@@ -3882,7 +3911,11 @@ private:
     } else if (opType == "Tile") {
       return importTile(node, index, operands);
     } else if (opType == "InstanceNormalization" ||
-               opType == "MeanVarianceNormalization") {
+               opType == "MeanVarianceNormalization" ||
+               (kind == OpKind::BatchNormalization &&
+                attrs.count("training_mode") &&
+                attrs.at("training_mode").isInt() &&
+                attrs.at("training_mode").getInt() != 0)) {
       return importNormalization(node, index, operands, attrs);
     } else if (opType == "LRN") {
       return importLrn(node, index, operands, attrs);
