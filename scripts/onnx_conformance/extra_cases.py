@@ -657,6 +657,30 @@ def _dft_cases(rng):
     return out
 
 
+def _det_cases(rng):
+    """Det of sizes 1-4 (batched, singular, large entries) against numpy;
+    size 5 is refused."""
+    out = []
+    for name, x in (
+            ("1x1", rng.randn(3, 1, 1)),
+            ("2x3x3", rng.randn(2, 3, 3) * 4),
+            ("4x4", rng.randn(4, 4)),
+            ("singular_3x3", np.array([[1, 2, 3], [4, 5, 6], [7, 8, 9]])),
+            ("2x2x2x2_large", rng.randn(2, 2, 2, 2) * 1e15)):
+        x = np.asarray(x, np.float32)
+        node = helper.make_node("Det", ["x"], ["y"])
+        case = _case("osprey_det_" + name, node, [x],
+                     [np.linalg.det(x.astype(np.float64)).astype(np.float32)])
+        case.tolerance = 1e-5
+        out.append(("Det", case))
+    node = helper.make_node("Det", ["x"], ["y"])
+    case = _case("osprey_det_5x5", node, [np.eye(5, dtype=np.float32)],
+                 [np.ones((), np.float32)])
+    case.expect_reject = "Det is implemented for sizes 1 to 4"
+    out.append(("Det", case))
+    return out
+
+
 def cases():
     """Returns (op, case) pairs."""
     rng = np.random.RandomState(7)
@@ -1144,6 +1168,7 @@ def cases():
     out.extend(_half_cases(rng))
     out.extend(_topk_cases(rng))
     out.extend(_dft_cases(rng))
+    out.extend(_det_cases(rng))
 
     from onnx.backend.test.case.node import resize as resize_gen
     x = rng.randn(1, 2, 4, 5).astype(np.float32)

@@ -52,7 +52,7 @@ constexpr int64_t kMaxOpset = 21;
 // reductions of importComposite, Range and EyeLike (constants), Tile
 // (Reshape, Expand, Reshape), InstanceNormalization,
 // MeanVarianceNormalization and LRN (reductions, slices and elementwise
-// ops).
+// ops), Det (Leibniz sums of gathered products).
 const char *const kRewrittenOps[] = {
     "Dropout",      "Sum",          "Mean",     "DepthToSpace",
     "SpaceToDepth", "Size",         "Trilu",    "CastLike",
@@ -63,7 +63,7 @@ const char *const kRewrittenOps[] = {
     "HannWindow", "HammingWindow", "BlackmanWindow", "Einsum", "Scatter",
     "ScatterElements", "ScatterND", "GatherND", "RNN", "GRU", "LSTM",
     "DynamicQuantizeLinear", "ReverseSequence", "GridSample", "TopK",
-    "Compress", "DFT", "STFT"};
+    "Compress", "DFT", "STFT", "Det"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -3149,6 +3149,80 @@ private:
     return defineOutput(node, index, c->result());
   }
 
+  // Det of [..., n, n] matrices with n <= 4, by the Leibniz formula: the
+  // flattened matrices gathered at a constant index of every permutation's
+  // entries, each permutation's product (ReduceProd) times its sign, and
+  // the sum. For n <= 4 that is at most 24 products of 4, the closed forms
+  // libraries use for small matrices; larger n is refused.
+  absl::Status importDet(const onnx::NodeProto &node, int index,
+                         const std::vector<Value *> &operands) {
+    const std::string name = nodeName(node, index);
+    if (operands.size() != 1 || !operands[0]) {
+      return nodeError(node, index, "expected 1 operand");
+    }
+    const TensorType &t = operands[0]->type();
+    if (!t.hasStaticShape() || t.rank() < 2 ||
+        !graph::isFloatType(t.elementType()) ||
+        t.dim(t.rank() - 1) != t.dim(t.rank() - 2)) {
+      return nodeError(node, index,
+                       "needs floating-point square matrices [..., n, n] of "
+                       "static shape");
+    }
+    const int64_t n = t.dim(t.rank() - 1);
+    if (n < 1 || n > 4) {
+      return absl::UnimplementedError(
+          "node '" + name + "' (Det): matrices of size " + std::to_string(n) +
+          " (Det is implemented for sizes 1 to 4)");
+    }
+    std::vector<int64_t> perm(static_cast<size_t>(n)), entries;
+    std::vector<double> signs;
+    for (int64_t i = 0; i < n; ++i) {
+      perm[size_t(i)] = i;
+    }
+    do {
+      int64_t inversions = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        entries.push_back(i * n + perm[size_t(i)]);
+        for (int64_t j = i + 1; j < n; ++j) {
+          inversions += perm[size_t(i)] > perm[size_t(j)];
+        }
+      }
+      signs.push_back(inversions % 2 ? -1.0 : 1.0);
+    } while (std::next_permutation(perm.begin(), perm.end()));
+    const auto count = static_cast<int64_t>(signs.size());
+    std::vector<int64_t> flat(t.dims().begin(), t.dims().end() - 2);
+    std::vector<int64_t> products = flat;
+    flat.push_back(n * n);
+    products.push_back(count);
+    products.push_back(n);
+    const int64_t last = static_cast<int64_t>(flat.size()) - 1;
+    auto op = [&](llvm::StringRef kind, std::vector<Value *> in,
+                  std::map<std::string, Attribute> a = {},
+                  const std::string &result = "") {
+      return rewriteOp(name, kind, std::move(in), std::move(a), result);
+    };
+    const Attribute noKeep(int64_t(0));
+    COMPILER_ASSIGN_OR_RETURN(Value * rows,
+                              op("Reshape", {operands[0], constInts(flat, name)}));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * picked,
+        op("Gather",
+           {rows, constTensor(ElementType::I64, {count * n}, entries, name)},
+           {{"axis", Attribute(last)}}));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * terms, op("Reshape", {picked, constInts(products, name)}));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * prod, op("ReduceProd", {terms, constInts({last + 1}, name)},
+                         {{"keepdims", noKeep}}));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * signed_,
+        op("Mul", {prod, constTensor(t.elementType(), {count}, signs, name)}));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * det, op("ReduceSum", {signed_, constInts({last}, name)},
+                        {{"keepdims", noKeep}}, node.output(0)));
+    return defineOutput(node, index, det);
+  }
+
   // Tile by constant repeats r on a static shape d: the input reshaped to
   // [1, d0, 1, d1, ...], expanded to [r0, d0, r1, d1, ...] and reshaped to
   // [r0 * d0, r1 * d1, ...].
@@ -3910,6 +3984,8 @@ private:
       return importEyeLike(node, index, operands, attrs);
     } else if (opType == "Tile") {
       return importTile(node, index, operands);
+    } else if (opType == "Det") {
+      return importDet(node, index, operands);
     } else if (opType == "InstanceNormalization" ||
                opType == "MeanVarianceNormalization" ||
                (kind == OpKind::BatchNormalization &&
