@@ -681,6 +681,56 @@ def _det_cases(rng):
     return out
 
 
+def _mel_reference(mels, dft, rate, lower, upper):
+    """MelWeightMatrix as ONNX's reference computes it (the mel step is the
+    range over num_mel_bins + 2)."""
+    bins = dft // 2 + 1
+    low = 2595 * np.log10(1 + lower / 700)
+    high = 2595 * np.log10(1 + upper / 700)
+    edges = np.arange(mels + 2) * ((high - low) / (mels + 2)) + low
+    edges = 700 * (np.power(10, edges / 2595) - 1)
+    edges = (((dft + 1) * edges) // rate).astype(int)
+    out = np.zeros((bins, mels), np.float64)
+    for i in range(mels):
+        left, center, right = edges[i], edges[i + 1], edges[i + 2]
+        if center == left:
+            out[center, i] = 1
+        else:
+            for j in range(left, center + 1):
+                out[j, i] = (j - left) / (center - left)
+        for j in range(center, right):
+            out[j, i] = (right - j) / (right - center)
+    return out.astype(np.float32)
+
+
+def _mel_cases():
+    """MelWeightMatrix of typical front ends (40 mel bins of a 512-point DFT
+    at 16 kHz, 20 Hz to 4 kHz), narrow bins whose edges coincide, and an
+    upper edge above the Nyquist frequency refused."""
+    out = []
+    for name, mels, dft, rate, lower, upper in (
+            ("kws", 40, 512, 16000, 20.0, 4000.0),
+            ("narrow", 12, 32, 8000, 0.0, 1000.0),
+            ("odd_dft", 5, 25, 22050, 100.0, 11000.0)):
+        node = helper.make_node("MelWeightMatrix",
+                                ["m", "d", "r", "lo", "hi"], ["y"])
+        inputs = [np.array(mels, np.int64), np.array(dft, np.int64),
+                  np.array(rate, np.int64), np.array(lower, np.float32),
+                  np.array(upper, np.float32)]
+        out.append(("MelWeightMatrix", _case(
+            "osprey_melweightmatrix_" + name, node, inputs,
+            [_mel_reference(mels, dft, rate, lower, upper)], opset=17)))
+    node = helper.make_node("MelWeightMatrix", ["m", "d", "r", "lo", "hi"], ["y"])
+    case = _case("osprey_melweightmatrix_above_nyquist", node,
+                 [np.array(8, np.int64), np.array(16, np.int64),
+                  np.array(8000, np.int64), np.array(0, np.float32),
+                  np.array(6000, np.float32)],
+                 [np.zeros((9, 8), np.float32)], opset=17)
+    case.expect_reject = "spectrogram bins (at most sample_rate / 2)"
+    out.append(("MelWeightMatrix", case))
+    return out
+
+
 def cases():
     """Returns (op, case) pairs."""
     rng = np.random.RandomState(7)
@@ -1169,6 +1219,7 @@ def cases():
     out.extend(_topk_cases(rng))
     out.extend(_dft_cases(rng))
     out.extend(_det_cases(rng))
+    out.extend(_mel_cases())
 
     from onnx.backend.test.case.node import resize as resize_gen
     x = rng.randn(1, 2, 4, 5).astype(np.float32)

@@ -125,8 +125,9 @@ CONST_INPUTS = {
     "Scatter": {1}, "ScatterElements": {1}, "ScatterND": {1}, "GatherND": {1},
     "ReverseSequence": {1}, "TopK": {1}, "Compress": {1}, "DFT": {1},
     "STFT": {1, 2, 3},
-    # A window's size sets its shape.
+    # A window's size sets its shape, and so do MelWeightMatrix's operands.
     "HannWindow": {0}, "HammingWindow": {0}, "BlackmanWindow": {0},
+    "MelWeightMatrix": {0, 1, 2, 3, 4},
     # Quantization parameters and weights are compile-time constants; the
     # second matrix of QLinearMatMul and MatMulInteger also runs as a
     # run-time input (activation x activation products).

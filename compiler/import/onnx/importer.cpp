@@ -52,7 +52,8 @@ constexpr int64_t kMaxOpset = 21;
 // reductions of importComposite, Range and EyeLike (constants), Tile
 // (Reshape, Expand, Reshape), InstanceNormalization,
 // MeanVarianceNormalization and LRN (reductions, slices and elementwise
-// ops), Det (Leibniz sums of gathered products).
+// ops), Det (Leibniz sums of gathered products), MelWeightMatrix (a
+// constant).
 const char *const kRewrittenOps[] = {
     "Dropout",      "Sum",          "Mean",     "DepthToSpace",
     "SpaceToDepth", "Size",         "Trilu",    "CastLike",
@@ -63,7 +64,7 @@ const char *const kRewrittenOps[] = {
     "HannWindow", "HammingWindow", "BlackmanWindow", "Einsum", "Scatter",
     "ScatterElements", "ScatterND", "GatherND", "RNN", "GRU", "LSTM",
     "DynamicQuantizeLinear", "ReverseSequence", "GridSample", "TopK",
-    "Compress", "DFT", "STFT", "Det"};
+    "Compress", "DFT", "STFT", "Det", "MelWeightMatrix"};
 
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
@@ -3149,6 +3150,85 @@ private:
     return defineOutput(node, index, c->result());
   }
 
+  // MelWeightMatrix of constant operands, as a constant [dft_length / 2 + 1,
+  // num_mel_bins], computed as ONNX's reference does: num_mel_bins + 2
+  // edges on the mel scale (2595 log10(1 + f / 700)) from lower_edge_hertz
+  // in steps of (mel(upper) - mel(lower)) / (num_mel_bins + 2) (so the last
+  // edge falls short of upper_edge_hertz), each mapped to the spectrogram
+  // bin floor((dft_length + 1) * f / sample_rate); column i rises linearly
+  // from edge i to edge i + 1 and falls to edge i + 2 (a column whose first
+  // two edges coincide is 1 there).
+  absl::Status importMelWeightMatrix(const onnx::NodeProto &node, int index,
+                                     const std::vector<Value *> &operands,
+                                     const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    if (operands.size() != 5 ||
+        std::count(operands.begin(), operands.end(), nullptr)) {
+      return nodeError(node, index, "expected 5 operands");
+    }
+    std::vector<double> v;
+    for (Value *operand : operands) {
+      auto c = graph::getConstantFloats(operand);
+      if (!c || c->size() != 1) {
+        return unimplemented(node, index,
+                             "operands that are not constant scalars (they "
+                             "set the output's shape)");
+      }
+      v.push_back((*c)[0]);
+    }
+    const int64_t mels = int64_t(v[0]), dft = int64_t(v[1]);
+    const double rate = v[2], lower = v[3], upper = v[4];
+    if (mels < 1 || dft < 1 || !(rate > 0) || !(lower >= 0) ||
+        !(upper > lower) || mels > (1 << 16) || dft > (1 << 24)) {
+      return nodeError(node, index,
+                       "needs num_mel_bins and dft_length of at least 1, a "
+                       "positive sample_rate and 0 <= lower_edge_hertz < "
+                       "upper_edge_hertz");
+    }
+    ElementType et = ElementType::F32;
+    if (auto it = attrs.find("output_datatype"); it != attrs.end()) {
+      auto mapped = it->second.isInt()
+                        ? mapElementType(static_cast<int32_t>(it->second.getInt()))
+                        : std::nullopt;
+      if (!mapped) {
+        return nodeError(node, index, "unsupported output_datatype");
+      }
+      et = *mapped;
+    }
+    const int64_t bins = dft / 2 + 1;
+    auto mel = [](double hz) { return 2595.0 * std::log10(1.0 + hz / 700.0); };
+    const double low = mel(lower), step = (mel(upper) - low) / double(mels + 2);
+    std::vector<int64_t> edge;
+    for (int64_t i = 0; i < mels + 2; ++i) {
+      double hz = 700.0 * (std::pow(10.0, (double(i) * step + low) / 2595.0) - 1.0);
+      edge.push_back(int64_t(std::floor(double(dft + 1) * hz / rate)));
+      if (edge.back() < 0 || edge.back() >= bins) {
+        return nodeError(node, index,
+                         "upper_edge_hertz " + std::to_string(upper) +
+                             " maps past the last of the " + std::to_string(bins) +
+                             " spectrogram bins (at most sample_rate / 2)");
+      }
+    }
+    std::vector<double> out(size_t(bins * mels), 0.0);
+    for (int64_t i = 0; i < mels; ++i) {
+      const int64_t left = edge[i], center = edge[i + 1], right = edge[i + 2];
+      if (center == left) {
+        out[size_t(center * mels + i)] = 1.0;
+      } else {
+        for (int64_t j = left; j <= center; ++j) {
+          out[size_t(j * mels + i)] = double(j - left) / double(center - left);
+        }
+      }
+      for (int64_t j = center; j < right; ++j) {
+        out[size_t(j * mels + i)] = double(right - j) / double(right - center);
+      }
+    }
+    Op *c = graph_->createConstant(TensorType::ranked(et, {bins, mels}),
+                                   DenseData::fromDoubles(et, out));
+    c->setNodeName(name);
+    return defineOutput(node, index, c->result());
+  }
+
   // Det of [..., n, n] matrices with n <= 4, by the Leibniz formula: the
   // flattened matrices gathered at a constant index of every permutation's
   // entries, each permutation's product (ReduceProd) times its sign, and
@@ -3984,6 +4064,8 @@ private:
       return importEyeLike(node, index, operands, attrs);
     } else if (opType == "Tile") {
       return importTile(node, index, operands);
+    } else if (opType == "MelWeightMatrix") {
+      return importMelWeightMatrix(node, index, operands, attrs);
     } else if (opType == "Det") {
       return importDet(node, index, operands);
     } else if (opType == "InstanceNormalization" ||
