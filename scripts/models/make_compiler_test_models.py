@@ -114,11 +114,11 @@ def unsupported_ops(out_dir):
     nodes = [
         helper.make_node("Relu", ["x"], ["a"], name="relu"),
         helper.make_node("LpNormalization", ["a"], ["b"], name="lpnorm0"),
-        helper.make_node("Det", ["b"], ["y"], name="det0"),
+        helper.make_node("NonZero", ["b"], ["y"], name="nonzero0"),
     ]
     model = make_model(
         nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, None)], [],
         "unsupported")
     save(model, out_dir, "unsupported_ops.onnx")
 

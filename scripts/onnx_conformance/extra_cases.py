@@ -731,6 +731,71 @@ def _mel_cases():
     return out
 
 
+def _optimizer_cases():
+    """The training domain's optimizers after the first step (T > 0: Adam's
+    bias correction, Momentum's beta), several tensors, every attribute,
+    against ONNX's own reference functions."""
+    from onnx.backend.test.case.node.adagrad import apply_adagrad
+    from onnx.backend.test.case.node.adam import apply_adam
+    from onnx.backend.test.case.node.momentum import (apply_momentum,
+                                                      apply_nesterov)
+    domain = "ai.onnx.preview.training"
+    r = np.array(0.05, np.float32)
+    t = np.array(3, np.int64)
+    xs = [np.array([1.5, -2.0, 0.0], np.float32),
+          np.array([[0.25, -4.0], [3.0, 1e-3]], np.float32)]
+    gs = [np.array([-0.5, 2.0, 0.0], np.float32),
+          np.array([[1.0, -0.125], [-2.5, 7.0]], np.float32)]
+    ss = [np.array([0.5, 0.25, 1.0], np.float32),
+          np.array([[2.0, 0.0], [0.75, 0.1]], np.float32)]
+    ts = [np.array([0.3, 0.0, 2.0], np.float32),
+          np.array([[1.0, 0.5], [0.25, 4.0]], np.float32)]
+    out = []
+
+    def case(name, op, inputs, outputs, **attrs):
+        names = ["R", "T"] + ["in%d" % i for i in range(len(inputs) - 2)]
+        node = helper.make_node(op, names,
+                                ["out%d" % i for i in range(len(outputs))],
+                                domain=domain, **attrs)
+        graph = helper.make_graph(
+            [node], name,
+            [helper.make_tensor_value_info(
+                n, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype], a.shape)
+             for n, a in zip(names, inputs)],
+            [helper.make_tensor_value_info(
+                n, onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype], a.shape)
+             for n, a in zip(node.output, outputs)])
+        model = helper.make_model(
+            graph, opset_imports=[helper.make_opsetid(domain, 1)])
+        c = types.SimpleNamespace(name=name, model=model,
+                                  data_sets=[(inputs, outputs)])
+        c.tolerance = 1e-5
+        out.append((op, c))
+
+    f32 = lambda a: np.asarray(a, np.float32)
+    res = [apply_adagrad(r, t, x, g, h, 0.01, 1e-5, 0.1)
+           for x, g, h in zip(xs, gs, ss)]
+    case("osprey_adagrad_step3", "Adagrad", [r, t] + xs + gs + ss,
+         [f32(v[0]) for v in res] + [f32(v[1]) for v in res],
+         norm_coefficient=0.01, epsilon=1e-5, decay_factor=0.1)
+    for mode, apply in (("standard", apply_momentum),
+                        ("nesterov", apply_nesterov)):
+        res = [apply(r, t, x, g, v, 0.01, 0.9, 0.5)
+               for x, g, v in zip(xs, gs, ss)]
+        case("osprey_momentum_%s_step3" % mode, "Momentum",
+             [r, t] + xs + gs + ss,
+             [f32(v[0]) for v in res] + [f32(v[1]) for v in res],
+             norm_coefficient=0.01, alpha=0.9, beta=0.5, mode=mode)
+    res = [apply_adam(r, t, x, g, v, h, 0.01, 0.02, 0.8, 0.95, 1e-4)
+           for x, g, v, h in zip(xs, gs, ss, ts)]
+    case("osprey_adam_step3", "Adam", [r, t] + xs + gs + ss + ts,
+         [f32(v[0]) for v in res] + [f32(v[1]) for v in res] +
+         [f32(v[2]) for v in res],
+         norm_coefficient=0.01, norm_coefficient_post=0.02, alpha=0.8,
+         beta=0.95, epsilon=1e-4)
+    return out
+
+
 def cases():
     """Returns (op, case) pairs."""
     rng = np.random.RandomState(7)
@@ -1220,6 +1285,7 @@ def cases():
     out.extend(_dft_cases(rng))
     out.extend(_det_cases(rng))
     out.extend(_mel_cases())
+    out.extend(_optimizer_cases())
 
     from onnx.backend.test.case.node import resize as resize_gen
     x = rng.randn(1, 2, 4, 5).astype(np.float32)

@@ -66,6 +66,16 @@ const char *const kRewrittenOps[] = {
     "DynamicQuantizeLinear", "ReverseSequence", "GridSample", "TopK",
     "Compress", "DFT", "STFT", "Det", "MelWeightMatrix"};
 
+// The optimizers of ONNX's training domain (version 1), imported as the
+// elementwise arithmetic of one update step.
+constexpr const char *kTrainingDomain = "ai.onnx.preview.training";
+const char *const kTrainingOps[] = {"Adagrad", "Momentum", "Adam"};
+
+bool isTrainingOp(const onnx::NodeProto &node) {
+  return node.domain() == kTrainingDomain &&
+         llvm::is_contained(kTrainingOps, llvm::StringRef(node.op_type()));
+}
+
 // Reductions whose axes moved from an attribute to an input in opset 18
 // (ReduceSum's moved in opset 13).
 bool axesBecameInputAt18(OpKind kind) {
@@ -205,12 +215,19 @@ private:
   }
 
   absl::Status checkOpset() {
-    bool found = false;
+    bool found = false, training = false;
     for (const auto &opset : model_->opset_import()) {
       if (opset.domain().empty() || opset.domain() == "ai.onnx") {
         opset_ = opset.version();
         found = true;
       }
+      training |= opset.domain() == kTrainingDomain && opset.version() == 1;
+    }
+    if (!found && training) {
+      // Only training-domain nodes can appear (checkSupported).
+      defaultDomain_ = false;
+      opset_ = kMaxOpset;
+      return absl::OkStatus();
     }
     if (!found) {
       return absl::InvalidArgumentError(
@@ -233,6 +250,14 @@ private:
     for (int i = 0; i < g.node_size(); ++i) {
       const auto &node = g.node(i);
       bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+      if (defaultDomain && !defaultDomain_) {
+        return absl::InvalidArgumentError(
+            "node '" + nodeName(node, i) + "' (" + node.op_type() +
+            ") is in the default ONNX domain, which the model does not import");
+      }
+      if (isTrainingOp(node)) {
+        continue;
+      }
       if (!defaultDomain || !isSupported(node.op_type())) {
         list += std::string(count++ ? ", " : "") + "node '" +
                 nodeName(node, i) + "' (" +
@@ -3229,6 +3254,165 @@ private:
     return defineOutput(node, index, c->result());
   }
 
+  // One step of the training domain's optimizers over n tensors, as their
+  // definitions compute it (R the learning rate, T the step count; g the
+  // gradient plus norm_coefficient * x):
+  //   Adagrad:  h' = h + g^2, x' = x - R / (1 + T decay_factor) * g /
+  //             (sqrt(h') + epsilon); outputs x'..., h'...
+  //   Momentum: v' = alpha v + (T > 0 ? beta : 1) g, x' = x - R v'
+  //             (standard) or x - R (g + alpha v') (nesterov); x'..., v'...
+  //   Adam:     v' = alpha v + (1 - alpha) g, h' = beta h + (1 - beta) g^2,
+  //             x' = (1 - norm_coefficient_post) (x - R' v' / (sqrt(h') +
+  //             epsilon)) with R' = R sqrt(1 - beta^T) / (1 - alpha^T) when
+  //             T > 0, else R; x'..., v'..., h'...
+  absl::Status importOptimizer(const onnx::NodeProto &node, int index) {
+    const std::string name = nodeName(node, index);
+    const std::string &kind = node.op_type();
+    std::map<std::string, Attribute> attrs;
+    for (const auto &a : node.attribute()) {
+      auto attr = convertAttr(a);
+      if (!attr.ok()) {
+        return nodeError(node, index, std::string(attr.status().message()));
+      }
+      attrs[a.name()] = *attr;
+    }
+    std::vector<Value *> in;
+    for (const std::string &input : node.input()) {
+      auto it = values_.find(input);
+      if (input.empty() || it == values_.end()) {
+        return nodeError(node, index, "input '" + input + "' is not defined");
+      }
+      in.push_back(it->second);
+    }
+    const size_t states = kind == "Adam" ? 2 : 1; // V and/or H per tensor
+    const size_t per = 2 + states;                // X, G, states
+    if (in.size() < 2 + per || (in.size() - 2) % per != 0) {
+      return nodeError(node, index,
+                       "expected R, T and " + std::to_string(per) +
+                           " inputs per optimized tensor");
+    }
+    const size_t n = (in.size() - 2) / per;
+    if (size_t(node.output_size()) != n * (1 + states)) {
+      return nodeError(node, index,
+                       "expected " + std::to_string(n * (1 + states)) +
+                           " outputs for " + std::to_string(n) + " tensors");
+    }
+    const TensorType &rt = in[0]->type(), &tt = in[1]->type();
+    if (!rt.hasStaticShape() || rt.numElements() != 1 ||
+        !graph::isFloatType(rt.elementType()) || !tt.hasStaticShape() ||
+        tt.numElements() != 1 || tt.elementType() != ElementType::I64) {
+      return nodeError(node, index,
+                       "R must be a floating-point scalar and T an int64 scalar");
+    }
+    auto number = [&](const char *attr, std::optional<double> fallback)
+        -> absl::StatusOr<double> {
+      if (!attrs.count(attr) && !fallback) {
+        return nodeError(node, index, std::string("needs attribute '") + attr + "'");
+      }
+      return numberAttr(node, index, attrs, attr, fallback.value_or(0.0));
+    };
+    auto op = [&](llvm::StringRef k, std::vector<Value *> operands,
+                  std::map<std::string, Attribute> a = {},
+                  const std::string &result = "") {
+      return rewriteOp(name, k, std::move(operands), std::move(a), result);
+    };
+    COMPILER_ASSIGN_OR_RETURN(double norm, number("norm_coefficient", 0.0));
+    for (size_t i = 0; i < n; ++i) {
+      Value *x = in[2 + i], *g = in[2 + n + i];
+      const ElementType et = x->type().elementType();
+      if (!graph::isFloatType(et)) {
+        return nodeError(node, index, "optimized tensors must be floating-point");
+      }
+      auto c = [&](double v) { return constScalar(et, v, name); };
+      auto asType = [&](Value *v) -> absl::StatusOr<Value *> {
+        if (v->type().elementType() == et) {
+          return v;
+        }
+        return op("Cast", {v}, {{"to", Attribute(graph::elementTypeName(et).str())}});
+      };
+      COMPILER_ASSIGN_OR_RETURN(Value * r, asType(in[0]));
+      COMPILER_ASSIGN_OR_RETURN(Value * t, asType(in[1]));
+      COMPILER_ASSIGN_OR_RETURN(Value * later,
+                                op("Greater", {in[1], constScalar(ElementType::I64, 0, name)}));
+      COMPILER_ASSIGN_OR_RETURN(Value * normX, op("Mul", {c(norm), x}));
+      COMPILER_ASSIGN_OR_RETURN(Value * grad, op("Add", {normX, g}));
+      auto output = [&](size_t k) { return node.output(int(k * n + i)); };
+      Value *xNew = nullptr;
+      std::vector<Value *> stateOut;
+      if (kind == "Adagrad") {
+        COMPILER_ASSIGN_OR_RETURN(double decay, number("decay_factor", 0.0));
+        COMPILER_ASSIGN_OR_RETURN(double eps, number("epsilon", 0.0));
+        COMPILER_ASSIGN_OR_RETURN(Value * td, op("Mul", {t, c(decay)}));
+        COMPILER_ASSIGN_OR_RETURN(Value * den, op("Add", {c(1.0), td}));
+        COMPILER_ASSIGN_OR_RETURN(Value * rate, op("Div", {r, den}));
+        COMPILER_ASSIGN_OR_RETURN(Value * g2, op("Mul", {grad, grad}));
+        COMPILER_ASSIGN_OR_RETURN(Value * h, op("Add", {in[2 + 2 * n + i], g2}, {}, output(1)));
+        COMPILER_ASSIGN_OR_RETURN(Value * root, op("Sqrt", {h}));
+        COMPILER_ASSIGN_OR_RETURN(Value * scale, op("Add", {root, c(eps)}));
+        COMPILER_ASSIGN_OR_RETURN(Value * step, op("Mul", {rate, grad}));
+        COMPILER_ASSIGN_OR_RETURN(Value * scaled, op("Div", {step, scale}));
+        COMPILER_ASSIGN_OR_RETURN(xNew, op("Sub", {x, scaled}, {}, output(0)));
+        stateOut = {h};
+      } else if (kind == "Momentum") {
+        COMPILER_ASSIGN_OR_RETURN(double alpha, number("alpha", std::nullopt));
+        COMPILER_ASSIGN_OR_RETURN(double beta, number("beta", std::nullopt));
+        auto mode = attrs.find("mode");
+        if (mode == attrs.end() || !mode->second.isString() ||
+            (mode->second.getString() != "standard" &&
+             mode->second.getString() != "nesterov")) {
+          return nodeError(node, index,
+                           "attribute 'mode' must be \"standard\" or \"nesterov\"");
+        }
+        COMPILER_ASSIGN_OR_RETURN(Value * b, op("Where", {later, c(beta), c(1.0)}));
+        COMPILER_ASSIGN_OR_RETURN(Value * av, op("Mul", {c(alpha), in[2 + 2 * n + i]}));
+        COMPILER_ASSIGN_OR_RETURN(Value * bg, op("Mul", {b, grad}));
+        COMPILER_ASSIGN_OR_RETURN(Value * v, op("Add", {av, bg}, {}, output(1)));
+        Value *dir = v;
+        if (mode->second.getString() == "nesterov") {
+          COMPILER_ASSIGN_OR_RETURN(Value * av2, op("Mul", {c(alpha), v}));
+          COMPILER_ASSIGN_OR_RETURN(dir, op("Add", {grad, av2}));
+        }
+        COMPILER_ASSIGN_OR_RETURN(Value * step, op("Mul", {r, dir}));
+        COMPILER_ASSIGN_OR_RETURN(xNew, op("Sub", {x, step}, {}, output(0)));
+        stateOut = {v};
+      } else {
+        COMPILER_ASSIGN_OR_RETURN(double alpha, number("alpha", 0.9));
+        COMPILER_ASSIGN_OR_RETURN(double beta, number("beta", 0.999));
+        COMPILER_ASSIGN_OR_RETURN(double eps, number("epsilon", 1e-6));
+        COMPILER_ASSIGN_OR_RETURN(double post, number("norm_coefficient_post", 0.0));
+        COMPILER_ASSIGN_OR_RETURN(Value * av, op("Mul", {c(alpha), in[2 + 2 * n + i]}));
+        COMPILER_ASSIGN_OR_RETURN(Value * ag, op("Mul", {c(1.0 - alpha), grad}));
+        COMPILER_ASSIGN_OR_RETURN(Value * v, op("Add", {av, ag}, {}, output(1)));
+        COMPILER_ASSIGN_OR_RETURN(Value * g2, op("Mul", {grad, grad}));
+        COMPILER_ASSIGN_OR_RETURN(Value * bh, op("Mul", {c(beta), in[2 + 3 * n + i]}));
+        COMPILER_ASSIGN_OR_RETURN(Value * bg, op("Mul", {c(1.0 - beta), g2}));
+        COMPILER_ASSIGN_OR_RETURN(Value * h, op("Add", {bh, bg}, {}, output(2)));
+        COMPILER_ASSIGN_OR_RETURN(Value * root, op("Sqrt", {h}));
+        COMPILER_ASSIGN_OR_RETURN(Value * scale, op("Add", {root, c(eps)}));
+        // R' (T > 0): R sqrt(1 - beta^T) / (1 - alpha^T).
+        COMPILER_ASSIGN_OR_RETURN(Value * betaT, op("Pow", {c(beta), t}));
+        COMPILER_ASSIGN_OR_RETURN(Value * alphaT, op("Pow", {c(alpha), t}));
+        COMPILER_ASSIGN_OR_RETURN(Value * num, op("Sub", {c(1.0), betaT}));
+        COMPILER_ASSIGN_OR_RETURN(Value * numRoot, op("Sqrt", {num}));
+        COMPILER_ASSIGN_OR_RETURN(Value * den, op("Sub", {c(1.0), alphaT}));
+        COMPILER_ASSIGN_OR_RETURN(Value * rn, op("Mul", {r, numRoot}));
+        COMPILER_ASSIGN_OR_RETURN(Value * corrected, op("Div", {rn, den}));
+        COMPILER_ASSIGN_OR_RETURN(Value * rate, op("Where", {later, corrected, r}));
+        COMPILER_ASSIGN_OR_RETURN(Value * ratio, op("Div", {v, scale}));
+        COMPILER_ASSIGN_OR_RETURN(Value * step, op("Mul", {rate, ratio}));
+        COMPILER_ASSIGN_OR_RETURN(Value * moved, op("Sub", {x, step}));
+        COMPILER_ASSIGN_OR_RETURN(xNew, op("Mul", {c(1.0 - post), moved}, {}, output(0)));
+        stateOut = {v, h};
+      }
+      COMPILER_RETURN_IF_ERROR(defineOutput(node, index, xNew, int(i)));
+      for (size_t k = 0; k < stateOut.size(); ++k) {
+        COMPILER_RETURN_IF_ERROR(
+            defineOutput(node, index, stateOut[k], int((k + 1) * n + i)));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // Det of [..., n, n] matrices with n <= 4, by the Leibniz formula: the
   // flattened matrices gathered at a constant index of every permutation's
   // entries, each permutation's product (ReduceProd) times its sign, and
@@ -3907,6 +4091,9 @@ private:
     if (node.output_size() < 1) {
       return nodeError(node, index, "node has no outputs");
     }
+    if (isTrainingOp(node)) {
+      return importOptimizer(node, index);
+    }
     // checkSupported has rejected every op type the registry does not know
     // but kRewrittenOps (which have no kind).
     const graph::OpInfo *info = graph::lookupOp(opType);
@@ -4223,6 +4410,9 @@ private:
   std::string baseDir_;
   ImportOptions options_;
   int64_t opset_ = 0;
+  // Whether the model imports the default ONNX domain (a model of the
+  // training domain alone need not).
+  bool defaultDomain_ = true;
   std::unique_ptr<Graph> graph_;
   std::unordered_map<std::string, Value *> values_;
 };
@@ -4311,7 +4501,7 @@ importOnnxBytes(std::string bytes, llvm::StringRef baseDir,
   }
   COMPILER_ASSIGN_OR_RETURN(int64_t opset, upgradeOldOpset(*model));
   auto graph = Importer(std::move(model), baseDir.str(), options).run();
-  if (!graph.ok() && opset < kMinOpset) {
+  if (!graph.ok() && opset > 0 && opset < kMinOpset) {
     return absl::Status(graph.status().code(),
                         std::string(graph.status().message()) +
                             " (in the model as converted from opset " +

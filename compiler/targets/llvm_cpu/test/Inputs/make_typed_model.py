@@ -34,8 +34,8 @@ MODELS = {
     "cast_f32_i32": lambda: model(
         [helper.make_node("Cast", ["x"], ["y"], to=I32)],
         [("x", F, [16])], [("y", I32, [16])]),
-    "exp_f64": lambda: model(
-        [helper.make_node("Exp", ["x"], ["y"], name="exp")],
+    "tanh_f64": lambda: model(
+        [helper.make_node("Tanh", ["x"], ["y"], name="tanh")],
         [("x", TensorProto.DOUBLE, [16])], [("y", TensorProto.DOUBLE, [16])]),
     "cast_i64_f32": lambda: model(
         [helper.make_node("Cast", ["x"], ["y"], to=F)],
