@@ -75,7 +75,7 @@ struct HostCommand {
 constexpr int64_t kMaxEmbeddedConstantBytes = 256;
 // Most bindings of one dispatch (the hal module's limit); constants that
 // would exceed it stay embedded.
-constexpr unsigned kMaxRegionBindings = 32;
+constexpr unsigned kMaxRegionBindings = structured::kMaxDispatchBindings;
 
 // What memory planning may do with constants. Tools override
 // maxEmbeddedConstantBytes with --osprey-max-embedded-constant-bytes.

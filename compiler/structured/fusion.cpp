@@ -502,6 +502,37 @@ int computingOp(const StructuredProgram &p, const std::vector<int> &producers,
 // Inside a group values flow element by element, so every value |op| reads
 // from group |g| must be read at the op's own index: directly (a view would
 // renumber the index) and through an identity map.
+// The bindings group |g| would have with |op| joined: the activations
+// (non-constant tensors) it reads from outside, and the tensors it produces
+// that are returned or read by any op outside it (counted before later ops
+// decide to join, so an upper bound).
+size_t groupBindings(const StructuredProgram &p,
+                     const std::vector<std::vector<unsigned>> &readers,
+                     const FusionGroup &g, unsigned op) {
+  std::set<unsigned> members(g.ops.begin(), g.ops.end());
+  members.insert(op);
+  std::set<unsigned> produced, bound;
+  for (unsigned i : members) {
+    produced.insert(p.ops[i].output.tensor);
+  }
+  for (unsigned i : members) {
+    for (const OperandAccess &in : p.ops[i].inputs) {
+      if (!produced.count(in.tensor) && !p.tensors[in.tensor].constant) {
+        bound.insert(in.tensor);
+      }
+    }
+    const unsigned out = p.ops[i].output.tensor;
+    bool leaves = p.tensors[out].isOutput;
+    for (unsigned r : readers[out]) {
+      leaves |= !members.count(r);
+    }
+    if (leaves) {
+      bound.insert(out);
+    }
+  }
+  return bound.size();
+}
+
 bool readsGroupByIdentity(const StructuredProgram &p,
                           const std::vector<int> &producers,
                           const StructuredOp &op, int g) {
@@ -1413,8 +1444,12 @@ absl::Status fuseAndTile(StructuredProgram &p,
   foldChannelScales(p);
   p.groups.clear();
   std::vector<int> producers(p.tensors.size(), -1);
+  std::vector<std::vector<unsigned>> readers(p.tensors.size());
   for (unsigned i = 0; i < p.ops.size(); ++i) {
     producers[p.ops[i].output.tensor] = static_cast<int>(i);
+    for (const OperandAccess &in : p.ops[i].inputs) {
+      readers[in.tensor].push_back(i);
+    }
   }
   for (unsigned i = 0; i < p.ops.size(); ++i) {
     StructuredOp &op = p.ops[i];
@@ -1436,7 +1471,8 @@ absl::Status fuseAndTile(StructuredProgram &p,
         }
         int g = p.ops[producer].fusion.group;
         if (p.ops[p.groups[g].root].external ||
-            !readsGroupByIdentity(p, producers, op, g)) {
+            !readsGroupByIdentity(p, producers, op, g) ||
+            groupBindings(p, readers, p.groups[g], i) > kMaxDispatchBindings) {
           continue;
         }
         bool cycle = false;

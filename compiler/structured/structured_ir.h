@@ -17,6 +17,11 @@
 
 namespace osprey::compiler::structured {
 
+// Most buffers one dispatch binds (the hal module's limit). Fusion keeps a
+// group's activations (inputs and output) within it; constants beyond it
+// are embedded in the code.
+inline constexpr unsigned kMaxDispatchBindings = 32;
+
 using graph::ElementType;
 using graph::TensorType;
 

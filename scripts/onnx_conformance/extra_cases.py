@@ -14,6 +14,7 @@ must be rejected by the compiler (kind "reject"); a case with a `tolerance`
 is compared with it instead of the runner's default (the reason is stated
 where the case is made)."""
 
+import math
 import types
 
 import numpy as np
@@ -796,6 +797,80 @@ def _optimizer_cases():
     return out
 
 
+def _grid_sample_bicubic_ref(x, grid, padding, align):
+    """GridSample's bicubic mode (A = -0.75, rows first), each tap's
+    coordinate padded, as torch.nn.functional.grid_sample computes it."""
+    n_, c_, h, w = x.shape
+    _, ho, wo, _ = grid.shape
+    a = -0.75
+
+    def unnormalize(g, size):
+        return (g + 1) / 2 * (size - 1) if align else ((g + 1) * size - 1) / 2
+
+    def pad(v, size):
+        if padding == "border":
+            return min(max(v, 0.0), size - 1.0)
+        if padding == "reflection":
+            lo, hi = (0.0, 2.0 * (size - 1)) if align else (-1.0, 2.0 * size - 1)
+            if lo == hi:
+                return 0.0
+            mid, span = lo / 2, (hi - lo) / 2
+            d = abs(v - mid)
+            extra, flips = math.fmod(d, span), math.floor(d / span)
+            v = extra + mid if flips % 2 == 0 else span - extra + mid
+            return min(max(v, 0.0), size - 1.0)
+        return v
+
+    def weights(t):
+        near = lambda d: ((a + 2) * d - (a + 3)) * d * d + 1
+        far = lambda d: ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+        return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+    y = np.zeros((n_, c_, ho, wo), np.float64)
+    for n in range(n_):
+        for i in range(ho):
+            for j in range(wo):
+                gx = unnormalize(float(grid[n, i, j, 0]), w)
+                gy = unnormalize(float(grid[n, i, j, 1]), h)
+                x0, y0 = math.floor(gx), math.floor(gy)
+                wx, wy = weights(gx - x0), weights(gy - y0)
+                for c in range(c_):
+                    total = 0.0
+                    for r in range(4):
+                        py = pad(float(y0 - 1 + r), h)
+                        row = 0.0
+                        for k in range(4):
+                            px = pad(float(x0 - 1 + k), w)
+                            inside = 0 <= px <= w - 1 and 0 <= py <= h - 1
+                            v = x[n, c, int(py), int(px)] if inside else 0.0
+                            row += v * wx[k]
+                        total += row * wy[r]
+                    y[n, c, i, j] = total
+    return y.astype(np.float32)
+
+
+def _grid_sample_cases(rng):
+    """GridSample bicubic with every padding mode, aligned and not, on a grid
+    reaching well outside the input."""
+    out = []
+    x = rng.randn(2, 2, 4, 5).astype(np.float32)
+    grid = rng.uniform(-1.6, 1.6, (2, 3, 4, 2)).astype(np.float32)
+    grid[0, 0, 0] = [-1.0, 1.0]
+    grid[1, 2, 3] = [0.0, 0.0]
+    for padding in ("zeros", "border", "reflection"):
+        for align in (0, 1):
+            node = helper.make_node("GridSample", ["x", "grid"], ["y"],
+                                    mode="bicubic", padding_mode=padding,
+                                    align_corners=align)
+            case = _case("osprey_gridsample_bicubic_%s_align%d" % (padding, align),
+                         node, [x, grid],
+                         [_grid_sample_bicubic_ref(x, grid, padding, align)],
+                         opset=16)
+            case.tolerance = 1e-5
+            out.append(("GridSample", case))
+    return out
+
+
 def cases():
     """Returns (op, case) pairs."""
     rng = np.random.RandomState(7)
@@ -1286,6 +1361,7 @@ def cases():
     out.extend(_det_cases(rng))
     out.extend(_mel_cases())
     out.extend(_optimizer_cases())
+    out.extend(_grid_sample_cases(rng))
 
     from onnx.backend.test.case.node import resize as resize_gen
     x = rng.randn(1, 2, 4, 5).astype(np.float32)

@@ -2,6 +2,7 @@
 #include "compiler/import/onnx/importer.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -2468,8 +2469,11 @@ private:
     std::string mode = stringAttr("mode", "bilinear");
     mode = mode == "linear" ? "bilinear" : mode;
     const std::string padding = stringAttr("padding_mode", "zeros");
-    if (mode != "bilinear" && mode != "nearest") {
-      return unimplemented(node, index, "mode '" + mode + "' (bilinear and nearest compile)");
+    if (mode == "cubic") {
+      mode = "bicubic";
+    }
+    if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") {
+      return nodeError(node, index, "unknown mode '" + mode + "'");
     }
     if (padding != "zeros" && padding != "border" && padding != "reflection") {
       return nodeError(node, index, "unknown padding_mode '" + padding + "'");
@@ -2486,7 +2490,7 @@ private:
     };
     // Pixel coordinate along an axis of |size| from grid component |k|,
     // as [N, 1, Ho, Wo].
-    auto coordinate = [&](int64_t k, int64_t size) -> absl::StatusOr<Value *> {
+    auto unnormalized = [&](int64_t k, int64_t size) -> absl::StatusOr<Value *> {
       COMPILER_ASSIGN_OR_RETURN(
           Value * g, op("Gather", {operands[1], constScalar(ElementType::I64, double(k), name)},
                         {{"axis", Attribute(int64_t(3))}}));
@@ -2498,6 +2502,12 @@ private:
       if (!align) {
         COMPILER_ASSIGN_OR_RETURN(g, op("Sub", {g, f(0.5)}));
       }
+      return g;
+    };
+    // A coordinate moved inside [0, size - 1] by the border and reflection
+    // paddings (zeros padding leaves it; taps outside read 0). Bilinear and
+    // nearest pad the sampling point, bicubic each of its taps.
+    auto pad = [&](Value *g, int64_t size) -> absl::StatusOr<Value *> {
       if (padding == "border" || padding == "reflection") {
         if (padding == "reflection") {
           // Reflect about [lo, hi] (pixel edges, or centres when aligned):
@@ -2524,8 +2534,12 @@ private:
       }
       return g;
     };
-    COMPILER_ASSIGN_OR_RETURN(Value * x, coordinate(0, W));
-    COMPILER_ASSIGN_OR_RETURN(Value * y, coordinate(1, H));
+    COMPILER_ASSIGN_OR_RETURN(Value * x, unnormalized(0, W));
+    COMPILER_ASSIGN_OR_RETURN(Value * y, unnormalized(1, H));
+    if (mode != "bicubic") {
+      COMPILER_ASSIGN_OR_RETURN(x, pad(x, W));
+      COMPILER_ASSIGN_OR_RETURN(y, pad(y, H));
+    }
     COMPILER_ASSIGN_OR_RETURN(
         Value * flat, op("Reshape", {operands[0], constInts({N * C * H * W}, name)}));
     std::vector<int64_t> bases(N * C);
@@ -2556,7 +2570,69 @@ private:
       return op("Where", {ok, v, f(0)});
     };
     Value *out = nullptr;
-    if (mode == "nearest") {
+    if (mode == "bicubic") {
+      // Keys' cubic convolution (A = -0.75) over the 4 x 4 taps around the
+      // point, rows first: weights of taps at distances 1 + t, t, 1 - t,
+      // 2 - t.
+      constexpr double A = -0.75;
+      auto near = [&](Value *d) -> absl::StatusOr<Value *> { // |d| <= 1
+        COMPILER_ASSIGN_OR_RETURN(Value * v, op("Mul", {d, f(A + 2)}));
+        COMPILER_ASSIGN_OR_RETURN(v, op("Sub", {v, f(A + 3)}));
+        COMPILER_ASSIGN_OR_RETURN(v, op("Mul", {v, d}));
+        COMPILER_ASSIGN_OR_RETURN(v, op("Mul", {v, d}));
+        return op("Add", {v, f(1)});
+      };
+      auto far = [&](Value *d) -> absl::StatusOr<Value *> { // 1 < |d| < 2
+        COMPILER_ASSIGN_OR_RETURN(Value * v, op("Mul", {d, f(A)}));
+        COMPILER_ASSIGN_OR_RETURN(v, op("Sub", {v, f(5 * A)}));
+        COMPILER_ASSIGN_OR_RETURN(v, op("Mul", {v, d}));
+        COMPILER_ASSIGN_OR_RETURN(v, op("Add", {v, f(8 * A)}));
+        COMPILER_ASSIGN_OR_RETURN(v, op("Mul", {v, d}));
+        return op("Sub", {v, f(4 * A)});
+      };
+      auto weights = [&](Value *t) -> absl::StatusOr<std::array<Value *, 4>> {
+        COMPILER_ASSIGN_OR_RETURN(Value * d0, op("Add", {t, f(1)}));
+        COMPILER_ASSIGN_OR_RETURN(Value * d2, op("Sub", {f(1), t}));
+        COMPILER_ASSIGN_OR_RETURN(Value * d3, op("Sub", {f(2), t}));
+        std::array<Value *, 4> w;
+        COMPILER_ASSIGN_OR_RETURN(w[0], far(d0));
+        COMPILER_ASSIGN_OR_RETURN(w[1], near(t));
+        COMPILER_ASSIGN_OR_RETURN(w[2], near(d2));
+        COMPILER_ASSIGN_OR_RETURN(w[3], far(d3));
+        return w;
+      };
+      COMPILER_ASSIGN_OR_RETURN(Value * x0, op("Floor", {x}));
+      COMPILER_ASSIGN_OR_RETURN(Value * y0, op("Floor", {y}));
+      COMPILER_ASSIGN_OR_RETURN(Value * tx, op("Sub", {x, x0}));
+      COMPILER_ASSIGN_OR_RETURN(Value * ty, op("Sub", {y, y0}));
+      COMPILER_ASSIGN_OR_RETURN(auto wx, weights(tx));
+      COMPILER_ASSIGN_OR_RETURN(auto wy, weights(ty));
+      std::array<Value *, 4> xs;
+      for (int i = 0; i < 4; ++i) {
+        COMPILER_ASSIGN_OR_RETURN(Value * xi, op("Add", {x0, f(i - 1)}));
+        COMPILER_ASSIGN_OR_RETURN(xs[i], pad(xi, W));
+      }
+      for (int j = 0; j < 4; ++j) {
+        COMPILER_ASSIGN_OR_RETURN(Value * yj, op("Add", {y0, f(j - 1)}));
+        COMPILER_ASSIGN_OR_RETURN(yj, pad(yj, H));
+        Value *row = nullptr;
+        for (int i = 0; i < 4; ++i) {
+          COMPILER_ASSIGN_OR_RETURN(Value * v, tap(xs[i], yj));
+          COMPILER_ASSIGN_OR_RETURN(v, op("Mul", {v, wx[i]}));
+          if (row) {
+            COMPILER_ASSIGN_OR_RETURN(row, op("Add", {row, v}));
+          } else {
+            row = v;
+          }
+        }
+        COMPILER_ASSIGN_OR_RETURN(row, op("Mul", {row, wy[j]}));
+        if (out) {
+          COMPILER_ASSIGN_OR_RETURN(out, op("Add", {out, row}));
+        } else {
+          out = row;
+        }
+      }
+    } else if (mode == "nearest") {
       COMPILER_ASSIGN_OR_RETURN(Value * rx, op("Round", {x}));
       COMPILER_ASSIGN_OR_RETURN(Value * ry, op("Round", {y}));
       COMPILER_ASSIGN_OR_RETURN(out, tap(rx, ry));
