@@ -3393,6 +3393,9 @@ private:
       return rewriteOp(name, k, std::move(operands), std::move(a), result);
     };
     COMPILER_ASSIGN_OR_RETURN(double norm, number("norm_coefficient", 0.0));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * later, op("Greater", {in[1], constScalar(ElementType::I64, 0, name)}));
+    // R and T in each tensor's own type (tensors may differ).
     for (size_t i = 0; i < n; ++i) {
       Value *x = in[2 + i], *g = in[2 + n + i];
       const ElementType et = x->type().elementType();
@@ -3408,8 +3411,6 @@ private:
       };
       COMPILER_ASSIGN_OR_RETURN(Value * r, asType(in[0]));
       COMPILER_ASSIGN_OR_RETURN(Value * t, asType(in[1]));
-      COMPILER_ASSIGN_OR_RETURN(Value * later,
-                                op("Greater", {in[1], constScalar(ElementType::I64, 0, name)}));
       COMPILER_ASSIGN_OR_RETURN(Value * normX, op("Mul", {c(norm), x}));
       COMPILER_ASSIGN_OR_RETURN(Value * grad, op("Add", {normX, g}));
       auto output = [&](size_t k) { return node.output(int(k * n + i)); };
