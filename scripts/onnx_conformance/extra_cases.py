@@ -19,7 +19,7 @@ import types
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 
 def _case(name, node, inputs, outputs, opset=13):
@@ -871,6 +871,108 @@ def _grid_sample_cases(rng):
     return out
 
 
+def _if_cases(rng):
+    """If: a run-time condition either way (branches reading outer values,
+    a branch initializer, two nodes), a nested If reading an outer input, a
+    constant condition choosing between outputs of different shapes, and
+    branches of different shapes under a run-time condition refused."""
+    out = []
+    f32 = TensorProto.FLOAT
+    x = rng.randn(2, 3).astype(np.float32)
+
+    def value(name, shape, dtype=f32):
+        return helper.make_tensor_value_info(name, dtype, shape)
+
+    def branch(name, nodes, output, shape, inits=()):
+        return helper.make_graph(nodes, name, [], [value(output, shape)],
+                                 initializer=list(inits))
+
+    then_g = branch("then", [helper.make_node("Mul", ["x", "two"], ["t_out"])],
+                    "t_out", [2, 3],
+                    [numpy_helper.from_array(np.array(2.0, np.float32), "two")])
+    else_g = branch("else", [helper.make_node("Neg", ["x"], ["e1"]),
+                             helper.make_node("Abs", ["e1"], ["e_out"])],
+                    "e_out", [2, 3])
+    def if_case(name, node, inputs, output, opset=13):
+        """A graph of |node| whose inputs are the (name, array) pairs."""
+        graph = helper.make_graph(
+            [node], name,
+            [value(n, list(a.shape), onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype])
+             for n, a in inputs],
+            [value("y", list(output.shape))])
+        return types.SimpleNamespace(
+            name=name,
+            model=helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]),
+            data_sets=[([a for _, a in inputs], [output])])
+
+    for flag in (True, False):
+        node = helper.make_node("If", ["c"], ["y"], then_branch=then_g,
+                                else_branch=else_g)
+        want = x * 2 if flag else np.abs(-x)
+        out.append(("If", if_case("osprey_if_runtime_%s" % str(flag).lower(), node,
+                                  [("c", np.array(flag)), ("x", x)],
+                                  want.astype(np.float32))))
+
+    inner = helper.make_node(
+        "If", ["c2"], ["n_out"],
+        then_branch=branch("inner_then", [helper.make_node("Sin", ["x"], ["s"])],
+                           "s", [2, 3]),
+        else_branch=branch("inner_else", [helper.make_node("Cos", ["x"], ["k"])],
+                           "k", [2, 3]))
+    outer_then = helper.make_graph([inner], "outer_then", [], [value("n_out", [2, 3])])
+    outer_else = branch("outer_else", [helper.make_node("Exp", ["x"], ["e"])], "e", [2, 3])
+    for c1, c2 in ((True, False), (False, True), (True, True)):
+        node = helper.make_node("If", ["c1"], ["y"], then_branch=outer_then,
+                                else_branch=outer_else)
+        graph = helper.make_graph(
+            [node], "nested", [value("c1", [], TensorProto.BOOL),
+                               value("c2", [], TensorProto.BOOL), value("x", [2, 3])],
+            [value("y", [2, 3])])
+        want = (np.sin(x) if c2 else np.cos(x)) if c1 else np.exp(x)
+        case = types.SimpleNamespace(
+            name="osprey_if_nested_%d%d" % (c1, c2),
+            model=helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
+            data_sets=[([np.array(c1), np.array(c2), x], [want.astype(np.float32)])])
+        out.append(("If", case))
+
+    # A constant condition: only the taken branch is imported, so the
+    # branches may differ in shape.
+    short_g = branch("short", [helper.make_node("ReduceSum", ["x"], ["r"], keepdims=0)],
+                     "r", [])
+    for flag in (True, False):
+        node = helper.make_node("If", ["c"], ["y"], then_branch=then_g,
+                                else_branch=short_g)
+        graph = helper.make_graph(
+            [node], "constant_if", [value("x", [2, 3])],
+            [value("y", [2, 3] if flag else [])],
+            initializer=[numpy_helper.from_array(np.array(flag), "c")])
+        want = (x * 2) if flag else np.array(x.astype(np.float64).sum(), np.float32)
+        case = types.SimpleNamespace(
+            name="osprey_if_constant_%s" % str(flag).lower(),
+            model=helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]),
+            data_sets=[([x], [np.asarray(want, np.float32)])])
+        case.tolerance = 1e-5
+        out.append(("If", case))
+
+    node = helper.make_node("If", ["c"], ["y"], then_branch=then_g,
+                            else_branch=short_g)
+    case = if_case("osprey_if_runtime_shapes_differ", node,
+                   [("c", np.array(True)), ("x", x)], x * 2)
+    case.expect_reject = "selects between outputs of one static type"
+    out.append(("If", case))
+
+    # An operator Osprey lacks inside a branch is named like any other.
+    odd_g = branch("odd", [helper.make_node("NonZero", ["x"], ["nz"], name="nz_in_branch")],
+                   "nz", None)
+    node = helper.make_node("If", ["c"], ["y"], then_branch=then_g,
+                            else_branch=odd_g)
+    case = if_case("osprey_if_unsupported_in_branch", node,
+                   [("c", np.array(True)), ("x", x)], x * 2)
+    case.expect_reject = "unsupported operator: node 'nz_in_branch' (NonZero)"
+    out.append(("If", case))
+    return out
+
+
 def cases():
     """Returns (op, case) pairs."""
     rng = np.random.RandomState(7)
@@ -1362,6 +1464,7 @@ def cases():
     out.extend(_mel_cases())
     out.extend(_optimizer_cases())
     out.extend(_grid_sample_cases(rng))
+    out.extend(_if_cases(rng))
 
     from onnx.backend.test.case.node import resize as resize_gen
     x = rng.randn(1, 2, 4, 5).astype(np.float32)

@@ -95,7 +95,7 @@ OPS = {
     "ReverseSequence": "reversesequence", "GridSample": "gridsample",
     "TopK": "topk", "Compress": "compress", "DFT": "dft", "STFT": "stft",
     "Det": "det", "MelWeightMatrix": "melweightmatrix", "Adagrad": "adagrad",
-    "Momentum": "momentum", "Adam": "adam",
+    "Momentum": "momentum", "Adam": "adam", "If": "if",
 }
 # Mish (opset 18) has no generator in onnx 1.12: its cases are Osprey's own.
 # Gelu is in Osprey's list but its ONNX operator (opset 20) postdates onnx 1.12,
@@ -191,7 +191,7 @@ FAMILIES = {
     "recurrent": ["RNN", "GRU", "LSTM"],
     "optimizer": ["Adagrad", "Momentum", "Adam"],
     "logic": ["Cast", "CastLike", "Where", "Equal", "Less", "Greater", "LessOrEqual",
-              "GreaterOrEqual", "And", "Or", "Xor", "Not", "IsNaN", "IsInf"],
+              "GreaterOrEqual", "And", "Or", "Xor", "Not", "IsNaN", "IsInf", "If"],
     "quant": ["QuantizeLinear", "DequantizeLinear", "QLinearConv",
               "QLinearMatMul", "ConvInteger", "MatMulInteger",
               "DynamicQuantizeLinear"],

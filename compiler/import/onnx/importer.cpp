@@ -54,7 +54,7 @@ constexpr int64_t kMaxOpset = 21;
 // (Reshape, Expand, Reshape), InstanceNormalization,
 // MeanVarianceNormalization and LRN (reductions, slices and elementwise
 // ops), Det (Leibniz sums of gathered products), MelWeightMatrix (a
-// constant).
+// constant), If (its branches inlined, selected by Where).
 const char *const kRewrittenOps[] = {
     "Dropout",      "Sum",          "Mean",     "DepthToSpace",
     "SpaceToDepth", "Size",         "Trilu",    "CastLike",
@@ -65,7 +65,7 @@ const char *const kRewrittenOps[] = {
     "HannWindow", "HammingWindow", "BlackmanWindow", "Einsum", "Scatter",
     "ScatterElements", "ScatterND", "GatherND", "RNN", "GRU", "LSTM",
     "DynamicQuantizeLinear", "ReverseSequence", "GridSample", "TopK",
-    "Compress", "DFT", "STFT", "Det", "MelWeightMatrix"};
+    "Compress", "DFT", "STFT", "Det", "MelWeightMatrix", "If"};
 
 // The optimizers of ONNX's training domain (version 1), imported as the
 // elementwise arithmetic of one update step.
@@ -135,6 +135,7 @@ public:
   absl::StatusOr<std::unique_ptr<Graph>> run() {
     COMPILER_RETURN_IF_ERROR(checkOpset());
     const onnx::GraphProto &g = model_->graph();
+    COMPILER_RETURN_IF_ERROR(checkDomains(g));
     COMPILER_RETURN_IF_ERROR(checkSupported(g));
     graph_ = std::make_unique<Graph>(g.name().empty() ? "main" : sanitize(g.name()));
 
@@ -248,14 +249,26 @@ private:
   absl::Status checkSupported(const onnx::GraphProto &g) {
     std::string list;
     int count = 0;
+    listUnsupported(g, list, count);
+    if (count) {
+      return absl::InvalidArgumentError(
+          std::to_string(count) + " unsupported operator" +
+          (count > 1 ? "s" : "") + ": " + list);
+    }
+    return absl::OkStatus();
+  }
+
+  // Appends every unsupported node of |g| and of its subgraphs (If
+  // branches) to |list|.
+  void listUnsupported(const onnx::GraphProto &g, std::string &list, int &count) {
     for (int i = 0; i < g.node_size(); ++i) {
       const auto &node = g.node(i);
-      bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
-      if (defaultDomain && !defaultDomain_) {
-        return absl::InvalidArgumentError(
-            "node '" + nodeName(node, i) + "' (" + node.op_type() +
-            ") is in the default ONNX domain, which the model does not import");
+      for (const auto &a : node.attribute()) {
+        if (a.type() == onnx::AttributeProto::GRAPH && isSupported(node.op_type())) {
+          listUnsupported(a.g(), list, count);
+        }
       }
+      bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
       if (isTrainingOp(node)) {
         continue;
       }
@@ -266,10 +279,18 @@ private:
                 ")";
       }
     }
-    if (count) {
-      return absl::InvalidArgumentError(
-          std::to_string(count) + " unsupported operator" +
-          (count > 1 ? "s" : "") + ": " + list);
+  }
+
+  // A default-domain node in a model that does not import the default
+  // domain (one of the training domain alone).
+  absl::Status checkDomains(const onnx::GraphProto &g) {
+    for (int i = 0; i < g.node_size() && !defaultDomain_; ++i) {
+      const auto &node = g.node(i);
+      if (node.domain().empty() || node.domain() == "ai.onnx") {
+        return absl::InvalidArgumentError(
+            "node '" + nodeName(node, i) + "' (" + node.op_type() +
+            ") is in the default ONNX domain, which the model does not import");
+      }
     }
     return absl::OkStatus();
   }
@@ -3330,6 +3351,120 @@ private:
     return defineOutput(node, index, c->result());
   }
 
+  // If. A condition known at import (a constant, or folded from constants)
+  // imports only the taken branch. A run-time condition imports both
+  // branches, which ONNX ops cannot give side effects, and selects each
+  // output with Where: both are computed on every call, so the outputs of
+  // the two branches must have the same type. Branch values are local to
+  // their branch; branches read outer values by name.
+  absl::Status importIf(const onnx::NodeProto &node, int index) {
+    const std::string name = nodeName(node, index);
+    if (node.input_size() != 1 || node.input(0).empty()) {
+      return nodeError(node, index, "expected one condition");
+    }
+    auto found = values_.find(node.input(0));
+    if (found == values_.end()) {
+      return nodeError(node, index,
+                       "input '" + node.input(0) + "' is not defined before use");
+    }
+    Value *cond = found->second;
+    const TensorType &ct = cond->type();
+    if (ct.elementType() != ElementType::Bool || !ct.hasStaticShape() ||
+        ct.numElements() != 1) {
+      return nodeError(node, index, "the condition must be a single bool");
+    }
+    const onnx::GraphProto *branches[2] = {nullptr, nullptr};
+    for (const auto &a : node.attribute()) {
+      if (a.type() != onnx::AttributeProto::GRAPH) {
+        continue;
+      }
+      if (a.name() == "then_branch") {
+        branches[0] = &a.g();
+      } else if (a.name() == "else_branch") {
+        branches[1] = &a.g();
+      }
+    }
+    if (!branches[0] || !branches[1]) {
+      return nodeError(node, index, "needs graphs then_branch and else_branch");
+    }
+    std::optional<bool> known;
+    if (auto c = graph::getConstantFloats(cond)) {
+      known = (*c)[0] != 0;
+    }
+    std::vector<Value *> results[2];
+    for (int b = 0; b < 2; ++b) {
+      if (known && *known != (b == 0)) {
+        continue;
+      }
+      COMPILER_ASSIGN_OR_RETURN(
+          results[b], importBranch(*branches[b], name + (b ? "/else" : "/then")));
+      if (results[b].size() != size_t(node.output_size())) {
+        return nodeError(node, index,
+                         std::string(b ? "else" : "then") + "_branch has " +
+                             std::to_string(results[b].size()) + " outputs, the node " +
+                             std::to_string(node.output_size()));
+      }
+    }
+    Value *flag = cond;
+    if (!known && ct.rank() > 0) {
+      COMPILER_ASSIGN_OR_RETURN(
+          flag, rewriteOp(name, "Reshape", {cond, constInts({}, name)}));
+    }
+    for (int k = 0; k < node.output_size(); ++k) {
+      Value *out = nullptr;
+      if (known) {
+        COMPILER_ASSIGN_OR_RETURN(
+            out, rewriteOp(name, "Identity", {results[*known ? 0 : 1][k]}, {},
+                           node.output(k)));
+      } else {
+        Value *a = results[0][k], *b = results[1][k];
+        if (!a->type().hasStaticShape() || a->type() != b->type()) {
+          return unimplemented(
+              node, index,
+              "output " + std::to_string(k) + " is " + a->type().str() +
+                  " in then_branch and " + b->type().str() +
+                  " in else_branch; a condition known only at run time "
+                  "selects between outputs of one static type");
+        }
+        COMPILER_ASSIGN_OR_RETURN(
+            out, rewriteOp(name, "Where", {flag, a, b}, {}, node.output(k)));
+      }
+      COMPILER_RETURN_IF_ERROR(defineOutput(node, index, out, k));
+    }
+    return absl::OkStatus();
+  }
+
+  // Imports the nodes of an If branch into the graph; returns its outputs.
+  // Names the branch defines are visible only inside it.
+  absl::StatusOr<std::vector<Value *>> importBranch(const onnx::GraphProto &g,
+                                                    const std::string &prefix) {
+    const std::unordered_map<std::string, Value *> outer = values_;
+    for (const auto &init : g.initializer()) {
+      COMPILER_ASSIGN_OR_RETURN(DenseData data, readTensor(init));
+      COMPILER_ASSIGN_OR_RETURN(TensorType type, tensorType(init));
+      Op *c = graph_->createConstant(type, std::move(data), nullptr, init.name());
+      c->setNodeName(prefix + "/" + init.name());
+      values_[init.name()] = c->result();
+    }
+    for (int i = 0; i < g.node_size(); ++i) {
+      // The node itself, not a copy: constants may keep referring to the
+      // model's tensor data.
+      COMPILER_RETURN_IF_ERROR(importNode(g.node(i), i));
+    }
+    std::vector<Value *> outputs;
+    for (const auto &out : g.output()) {
+      auto it = values_.find(out.name());
+      if (it == values_.end()) {
+        return absl::InvalidArgumentError("branch output '" + out.name() +
+                                          "' of '" + prefix +
+                                          "' is not produced by any node");
+      }
+      outputs.push_back(it->second);
+    }
+    values_ = outer;
+    return outputs;
+  }
+
   // One step of the training domain's optimizers over n tensors, as their
   // definitions compute it (R the learning rate, T the step count; g the
   // gradient plus norm_coefficient * x):
@@ -4170,6 +4305,9 @@ private:
     }
     if (isTrainingOp(node)) {
       return importOptimizer(node, index);
+    }
+    if (opType == "If") {
+      return importIf(node, index);
     }
     // checkSupported has rejected every op type the registry does not know
     // but kRewrittenOps (which have no kind).
