@@ -3303,9 +3303,9 @@ private:
     if (mels < 1 || dft < 1 || !(rate > 0) || !(lower >= 0) ||
         !(upper > lower) || mels > (1 << 16) || dft > (1 << 24)) {
       return nodeError(node, index,
-                       "needs num_mel_bins and dft_length of at least 1, a "
-                       "positive sample_rate and 0 <= lower_edge_hertz < "
-                       "upper_edge_hertz");
+                       "needs num_mel_bins from 1 to 65536, dft_length from 1 "
+                       "to 2^24, a positive sample_rate and 0 <= "
+                       "lower_edge_hertz < upper_edge_hertz");
     }
     ElementType et = ElementType::F32;
     if (auto it = attrs.find("output_datatype"); it != attrs.end()) {
