@@ -973,6 +973,74 @@ def _if_cases(rng):
     return out
 
 
+def _maxpool_indices_ref(x, kernel, strides, pads, dilations, order):
+    """MaxPool's values and Indices: the first largest tap of each window in
+    scan order (padding excluded), as a flat index of the input (spatial
+    axes row major, or column major for storage_order 1)."""
+    n_, c_ = x.shape[:2]
+    dims = x.shape[2:]
+    sp = len(dims)
+    out = [(dims[d] + pads[d] + pads[d + sp] - dilations[d] * (kernel[d] - 1) - 1)
+           // strides[d] + 1 for d in range(sp)]
+    y = np.zeros((n_, c_) + tuple(out), x.dtype)
+    z = np.zeros((n_, c_) + tuple(out), np.int64)
+    plane = int(np.prod(dims))
+    for n in range(n_):
+        for c in range(c_):
+            for o in np.ndindex(*out):
+                best, best_at = None, 0
+                for k in np.ndindex(*kernel):
+                    coord = [o[d] * strides[d] - pads[d] + k[d] * dilations[d]
+                             for d in range(sp)]
+                    if any(v < 0 or v >= dims[d] for d, v in enumerate(coord)):
+                        continue
+                    v = x[(n, c) + tuple(coord)]
+                    if best is None or v > best:
+                        if order:
+                            flat, step = 0, 1
+                            for d in range(sp):
+                                flat += coord[d] * step
+                                step *= dims[d]
+                        else:
+                            flat = int(np.ravel_multi_index(coord, dims))
+                        best, best_at = v, flat
+                y[(n, c) + o] = best
+                z[(n, c) + o] = (n * c_ + c) * plane + best_at
+    return y, z
+
+
+def _maxpool_indices_cases(rng):
+    """MaxPool's Indices: ties (rounded values), padding, strides and
+    dilations, both storage orders, several planes, uint8 zeros beside the
+    padding, and a 1-D pool."""
+    out = []
+    x = np.round(rng.randn(2, 3, 6, 7) * 1.5).astype(np.float32)
+    for name, kernel, strides, pads, dilations, order in (
+            ("pads_ties", [3, 3], [1, 1], [1, 1, 1, 1], [1, 1], 0),
+            ("strides_dilation_col", [2, 3], [2, 2], [0, 1, 1, 0], [2, 1], 1),
+            ("asym_pads_col", [3, 2], [1, 3], [2, 0, 0, 1], [1, 1], 1)):
+        node = helper.make_node("MaxPool", ["x"], ["y", "z"], kernel_shape=kernel,
+                                strides=strides, pads=pads, dilations=dilations,
+                                storage_order=order)
+        y, z = _maxpool_indices_ref(x, kernel, strides, pads, dilations, order)
+        out.append(("MaxPool", _case("osprey_maxpool_indices_" + name, node, [x],
+                                     [y, z], opset=12)))
+    xu = (rng.rand(1, 2, 4, 4) * 3).astype(np.uint8)
+    xu[0, 0, 0, :] = 0
+    node = helper.make_node("MaxPool", ["x"], ["y", "z"], kernel_shape=[3, 3],
+                            pads=[2, 2, 2, 2])
+    y, z = _maxpool_indices_ref(xu, [3, 3], [1, 1], [2, 2, 2, 2], [1, 1], 0)
+    out.append(("MaxPool", _case("osprey_maxpool_indices_uint8_pads", node, [xu],
+                                 [y, z], opset=12)))
+    x1 = rng.randn(2, 2, 9).astype(np.float32)
+    node = helper.make_node("MaxPool", ["x"], ["y", "z"], kernel_shape=[4],
+                            strides=[2], pads=[1, 2])
+    y, z = _maxpool_indices_ref(x1, [4], [2], [1, 2], [1], 0)
+    out.append(("MaxPool", _case("osprey_maxpool_indices_1d", node, [x1], [y, z],
+                                 opset=12)))
+    return out
+
+
 def cases():
     """Returns (op, case) pairs."""
     rng = np.random.RandomState(7)
@@ -1465,6 +1533,7 @@ def cases():
     out.extend(_optimizer_cases())
     out.extend(_grid_sample_cases(rng))
     out.extend(_if_cases(rng))
+    out.extend(_maxpool_indices_cases(rng))
 
     from onnx.backend.test.case.node import resize as resize_gen
     x = rng.randn(1, 2, 4, 5).astype(np.float32)

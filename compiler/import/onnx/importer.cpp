@@ -3272,6 +3272,187 @@ private:
     return defineOutput(node, index, c->result());
   }
 
+  // MaxPool with its Indices output. Values come from MaxPool itself. The
+  // indices: every window's taps are gathered from the input planes
+  // (flattened, with one extra element of the lowest value for taps in the
+  // padding, listed after the window's real taps so they never win a tie),
+  // ArgMax takes the first largest tap in scan order, and a constant table
+  // turns (output position, tap) into the tap's flat index in the plane, row
+  // major or column major (storage_order), plus the plane's offset.
+  absl::Status importMaxPoolIndices(const onnx::NodeProto &node, int index,
+                                    const std::vector<Value *> &operands,
+                                    const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    if (operands.size() != 1 || !operands[0]) {
+      return nodeError(node, index, "expected 1 operand");
+    }
+    Value *x = operands[0];
+    const TensorType &t = x->type();
+    if (!t.hasStaticShape() || t.rank() < 3) {
+      return unimplemented(node, index,
+                           "the Indices output of an input other than [N, C, "
+                           "spatial...] of static shape");
+    }
+    const int64_t rank = t.rank(), spatial = rank - 2;
+    auto ints = [&](const char *attr, int64_t fill) {
+      auto it = attrs.find(attr);
+      return it != attrs.end() && it->second.isIntList()
+                 ? std::vector<int64_t>(it->second.getIntList().begin(),
+                                        it->second.getIntList().end())
+                 : std::vector<int64_t>(size_t(spatial), fill);
+    };
+    std::vector<int64_t> kernel = ints("kernel_shape", 1),
+                         strides = ints("strides", 1),
+                         dilations = ints("dilations", 1);
+    std::vector<int64_t> pads = ints("pads", 0);
+    if (pads.size() == size_t(spatial)) {
+      pads.resize(size_t(2 * spatial), 0);
+    }
+    if (kernel.size() != size_t(spatial) || strides.size() != size_t(spatial) ||
+        dilations.size() != size_t(spatial) || pads.size() != size_t(2 * spatial)) {
+      return nodeError(node, index,
+                       "kernel_shape, strides, dilations and pads must give every "
+                       "spatial axis");
+    }
+    auto stringAttr = [&](const char *attr) {
+      auto it = attrs.find(attr);
+      return it != attrs.end() && it->second.isString() ? it->second.getString()
+                                                        : std::string("NOTSET");
+    };
+    const std::string autoPad = stringAttr("auto_pad");
+    COMPILER_ASSIGN_OR_RETURN(double order,
+                              numberAttr(node, index, attrs, "storage_order", 0));
+    // Y: MaxPool itself (its shape rule checks the geometry).
+    std::map<std::string, Attribute> poolAttrs = attrs;
+    poolAttrs.erase("storage_order");
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * y, rewriteOp(name, "MaxPool", {x}, poolAttrs, node.output(0)));
+    const TensorType &yt = y->type();
+    if (!yt.hasStaticShape()) {
+      return unimplemented(node, index, "an output of dynamic shape");
+    }
+    std::vector<int64_t> in(t.dims().begin() + 2, t.dims().end()),
+        out(yt.dims().begin() + 2, yt.dims().end());
+    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
+      for (int64_t d = 0; d < spatial; ++d) {
+        int64_t total = std::max<int64_t>(
+            (out[d] - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - in[d], 0);
+        pads[d] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      }
+    } else if (autoPad == "VALID") {
+      std::fill(pads.begin(), pads.end(), 0);
+    }
+    int64_t plane = 1, positions = 1, taps = 1;
+    for (int64_t d = 0; d < spatial; ++d) {
+      plane *= in[d];
+      positions *= out[d];
+      taps *= kernel[d];
+    }
+    const int64_t planes = t.dims()[0] * t.dims()[1];
+    if (positions * taps > (int64_t(1) << 24)) {
+      return unimplemented(node, index,
+                           "the Indices output of more than 2^24 window taps");
+    }
+    // gatherAt: taps into the padded plane (real taps first, in scan
+    // order); flatAt: the flat index each of them reports.
+    std::vector<int64_t> gatherAt, flatAt;
+    std::vector<int64_t> o(size_t(spatial), 0), k(size_t(spatial), 0);
+    for (int64_t p = 0; p < positions; ++p) {
+      for (int64_t q = p, d = spatial - 1; d >= 0; --d) {
+        o[d] = q % out[d];
+        q /= out[d];
+      }
+      std::vector<int64_t> real, realFlat;
+      int64_t padded = 0;
+      for (int64_t tap = 0; tap < taps; ++tap) {
+        for (int64_t q = tap, d = spatial - 1; d >= 0; --d) {
+          k[d] = q % kernel[d];
+          q /= kernel[d];
+        }
+        int64_t rowMajor = 0, colMajor = 0, colStride = 1;
+        bool inside = true;
+        for (int64_t d = 0; d < spatial; ++d) {
+          int64_t c = o[d] * strides[d] - pads[d] + k[d] * dilations[d];
+          inside &= c >= 0 && c < in[d];
+          rowMajor = rowMajor * in[d] + c;
+          colMajor += c * colStride;
+          colStride *= in[d];
+        }
+        if (inside) {
+          real.push_back(rowMajor);
+          realFlat.push_back(order != 0 ? colMajor : rowMajor);
+        } else {
+          ++padded;
+        }
+      }
+      gatherAt.insert(gatherAt.end(), real.begin(), real.end());
+      flatAt.insert(flatAt.end(), realFlat.begin(), realFlat.end());
+      gatherAt.insert(gatherAt.end(), size_t(padded), plane);
+      flatAt.insert(flatAt.end(), size_t(padded), 0);
+    }
+    const ElementType et = t.elementType();
+    double lowest = -INFINITY; // the padding taps' value
+    switch (et) {
+    case ElementType::I8: lowest = -128; break;
+    case ElementType::I16: lowest = -32768; break;
+    case ElementType::I32: lowest = double(INT32_MIN); break;
+    case ElementType::I64: lowest = double(INT64_MIN); break;
+    case ElementType::U8:
+    case ElementType::U16:
+    case ElementType::U32:
+    case ElementType::U64: lowest = 0; break;
+    default:
+      if (!graph::isFloatType(et)) {
+        return nodeError(node, index, "X must be numeric");
+      }
+    }
+    auto op = [&](llvm::StringRef kind, std::vector<Value *> inputs,
+                  std::map<std::string, Attribute> a = {},
+                  const std::string &result = "") {
+      return rewriteOp(name, kind, std::move(inputs), std::move(a), result);
+    };
+    COMPILER_ASSIGN_OR_RETURN(Value * flat,
+                              op("Reshape", {x, constInts({planes, plane}, name)}));
+    std::vector<double> fill(static_cast<size_t>(planes), lowest);
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * withPad,
+        op("Concat", {flat, constTensor(et, {planes, 1}, fill, name)},
+           {{"axis", Attribute(int64_t(1))}}));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * windows,
+        op("Gather",
+           {withPad, constTensor(ElementType::I64, {positions * taps}, gatherAt, name)},
+           {{"axis", Attribute(int64_t(1))}}));
+    COMPILER_ASSIGN_OR_RETURN(
+        windows, op("Reshape", {windows, constInts({planes, positions, taps}, name)}));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * best, op("ArgMax", {windows}, {{"axis", Attribute(int64_t(2))},
+                                              {"keepdims", Attribute(int64_t(0))}}));
+    std::vector<int64_t> rowStart(static_cast<size_t>(positions));
+    for (int64_t p = 0; p < positions; ++p) {
+      rowStart[size_t(p)] = p * taps;
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * at,
+        op("Add", {best, constTensor(ElementType::I64, {positions}, rowStart, name)}));
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * within,
+        op("Gather", {constTensor(ElementType::I64, {positions * taps}, flatAt, name), at},
+           {{"axis", Attribute(int64_t(0))}}));
+    std::vector<int64_t> offsets(static_cast<size_t>(planes));
+    for (int64_t i = 0; i < planes; ++i) {
+      offsets[size_t(i)] = i * plane;
+    }
+    COMPILER_ASSIGN_OR_RETURN(
+        Value * indices,
+        op("Add", {within, constTensor(ElementType::I64, {planes, 1}, offsets, name)}));
+    COMPILER_ASSIGN_OR_RETURN(
+        indices, op("Reshape", {indices, constInts(yt.dims().vec(), name)}, {},
+                    node.output(1)));
+    COMPILER_RETURN_IF_ERROR(defineOutput(node, index, y, 0));
+    return defineOutput(node, index, indices, 1);
+  }
+
   // MelWeightMatrix of constant operands, as a constant [dft_length / 2 + 1,
   // num_mel_bins], computed as ONNX's reference does: num_mel_bins + 2
   // edges on the mel scale (2595 log10(1 + f / 700)) from lower_edge_hertz
@@ -4468,6 +4649,9 @@ private:
       return importTile(node, index, operands);
     } else if (opType == "MelWeightMatrix") {
       return importMelWeightMatrix(node, index, operands, attrs);
+    } else if (kind == OpKind::MaxPool && node.output_size() > 1 &&
+               !node.output(1).empty()) {
+      return importMaxPoolIndices(node, index, operands, attrs);
     } else if (opType == "Det") {
       return importDet(node, index, operands);
     } else if (opType == "InstanceNormalization" ||
