@@ -893,13 +893,14 @@ def _if_cases(rng):
     else_g = branch("else", [helper.make_node("Neg", ["x"], ["e1"]),
                              helper.make_node("Abs", ["e1"], ["e_out"])],
                     "e_out", [2, 3])
-    def if_case(name, node, inputs, output, opset=13):
+
+    def if_case(name, node, inputs, output, opset=13, inits=()):
         """A graph of |node| whose inputs are the (name, array) pairs."""
         graph = helper.make_graph(
             [node], name,
             [value(n, list(a.shape), onnx.mapping.NP_TYPE_TO_TENSOR_TYPE[a.dtype])
              for n, a in inputs],
-            [value("y", list(output.shape))])
+            [value("y", list(output.shape))], initializer=list(inits))
         return types.SimpleNamespace(
             name=name,
             model=helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]),
@@ -924,16 +925,11 @@ def _if_cases(rng):
     for c1, c2 in ((True, False), (False, True), (True, True)):
         node = helper.make_node("If", ["c1"], ["y"], then_branch=outer_then,
                                 else_branch=outer_else)
-        graph = helper.make_graph(
-            [node], "nested", [value("c1", [], TensorProto.BOOL),
-                               value("c2", [], TensorProto.BOOL), value("x", [2, 3])],
-            [value("y", [2, 3])])
         want = (np.sin(x) if c2 else np.cos(x)) if c1 else np.exp(x)
-        case = types.SimpleNamespace(
-            name="osprey_if_nested_%d%d" % (c1, c2),
-            model=helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]),
-            data_sets=[([np.array(c1), np.array(c2), x], [want.astype(np.float32)])])
-        out.append(("If", case))
+        out.append(("If", if_case(
+            "osprey_if_nested_%d%d" % (c1, c2), node,
+            [("c1", np.array(c1)), ("c2", np.array(c2)), ("x", x)],
+            want.astype(np.float32))))
 
     # A constant condition: only the taken branch is imported, so the
     # branches may differ in shape.
@@ -942,15 +938,10 @@ def _if_cases(rng):
     for flag in (True, False):
         node = helper.make_node("If", ["c"], ["y"], then_branch=then_g,
                                 else_branch=short_g)
-        graph = helper.make_graph(
-            [node], "constant_if", [value("x", [2, 3])],
-            [value("y", [2, 3] if flag else [])],
-            initializer=[numpy_helper.from_array(np.array(flag), "c")])
         want = (x * 2) if flag else np.array(x.astype(np.float64).sum(), np.float32)
-        case = types.SimpleNamespace(
-            name="osprey_if_constant_%s" % str(flag).lower(),
-            model=helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)]),
-            data_sets=[([x], [np.asarray(want, np.float32)])])
+        case = if_case("osprey_if_constant_%s" % str(flag).lower(), node, [("x", x)],
+                       np.asarray(want, np.float32), opset=11,
+                       inits=[numpy_helper.from_array(np.array(flag), "c")])
         case.tolerance = 1e-5
         out.append(("If", case))
 
@@ -1025,6 +1016,12 @@ def _maxpool_indices_cases(rng):
         y, z = _maxpool_indices_ref(x, kernel, strides, pads, dilations, order)
         out.append(("MaxPool", _case("osprey_maxpool_indices_" + name, node, [x],
                                      [y, z], opset=12)))
+    # auto_pad SAME_UPPER: 6x7 by stride 2 gives 3x4, padding (0, 1) and (1, 1).
+    node = helper.make_node("MaxPool", ["x"], ["y", "z"], kernel_shape=[3, 3],
+                            strides=[2, 2], auto_pad="SAME_UPPER")
+    y, z = _maxpool_indices_ref(x, [3, 3], [2, 2], [0, 1, 1, 1], [1, 1], 0)
+    out.append(("MaxPool", _case("osprey_maxpool_indices_same_upper", node, [x],
+                                 [y, z], opset=12)))
     xu = (rng.rand(1, 2, 4, 4) * 3).astype(np.uint8)
     xu[0, 0, 0, :] = 0
     node = helper.make_node("MaxPool", ["x"], ["y", "z"], kernel_shape=[3, 3],

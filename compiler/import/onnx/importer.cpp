@@ -2590,6 +2590,15 @@ private:
       COMPILER_ASSIGN_OR_RETURN(Value * v, op("Gather", {flat, at}, {{"axis", Attribute(int64_t(0))}}));
       return op("Where", {ok, v, f(0)});
     };
+    // acc + v, or v when acc is still empty.
+    auto accumulate = [&](Value *&acc, Value *v) -> absl::Status {
+      if (!acc) {
+        acc = v;
+        return absl::OkStatus();
+      }
+      COMPILER_ASSIGN_OR_RETURN(acc, op("Add", {acc, v}));
+      return absl::OkStatus();
+    };
     Value *out = nullptr;
     if (mode == "bicubic") {
       // Keys' cubic convolution (A = -0.75) over the 4 x 4 taps around the
@@ -2640,18 +2649,10 @@ private:
         for (int i = 0; i < 4; ++i) {
           COMPILER_ASSIGN_OR_RETURN(Value * v, tap(xs[i], yj));
           COMPILER_ASSIGN_OR_RETURN(v, op("Mul", {v, wx[i]}));
-          if (row) {
-            COMPILER_ASSIGN_OR_RETURN(row, op("Add", {row, v}));
-          } else {
-            row = v;
-          }
+          COMPILER_RETURN_IF_ERROR(accumulate(row, v));
         }
         COMPILER_ASSIGN_OR_RETURN(row, op("Mul", {row, wy[j]}));
-        if (out) {
-          COMPILER_ASSIGN_OR_RETURN(out, op("Add", {out, row}));
-        } else {
-          out = row;
-        }
+        COMPILER_RETURN_IF_ERROR(accumulate(out, row));
       }
     } else if (mode == "nearest") {
       COMPILER_ASSIGN_OR_RETURN(Value * rx, op("Round", {x}));
@@ -2673,11 +2674,7 @@ private:
           COMPILER_ASSIGN_OR_RETURN(Value * v, tap(xs[i], ys[j]));
           COMPILER_ASSIGN_OR_RETURN(Value * w, op("Mul", {wxs[i], wys[j]}));
           COMPILER_ASSIGN_OR_RETURN(v, op("Mul", {v, w}));
-          if (out) {
-            COMPILER_ASSIGN_OR_RETURN(out, op("Add", {out, v}));
-          } else {
-            out = v;
-          }
+          COMPILER_RETURN_IF_ERROR(accumulate(out, v));
         }
       }
     }
@@ -3273,12 +3270,12 @@ private:
   }
 
   // MaxPool with its Indices output. Values come from MaxPool itself. The
-  // indices: every window's taps are gathered from the input planes
-  // (flattened, with one extra element of the lowest value for taps in the
-  // padding, listed after the window's real taps so they never win a tie),
-  // ArgMax takes the first largest tap in scan order, and a constant table
-  // turns (output position, tap) into the tap's flat index in the plane, row
-  // major or column major (storage_order), plus the plane's offset.
+  // indices: every window's taps are gathered from the flattened input
+  // planes (a tap in the padding reads the window's first real tap again,
+  // so it never wins: ArgMax takes the first largest tap in scan order),
+  // and a constant table turns (output position, tap) into the tap's flat
+  // index in the plane, row major or column major (storage_order), plus the
+  // plane's offset.
   absl::Status importMaxPoolIndices(const onnx::NodeProto &node, int index,
                                     const std::vector<Value *> &operands,
                                     const std::map<std::string, Attribute> &attrs) {
@@ -3293,36 +3290,10 @@ private:
                            "the Indices output of an input other than [N, C, "
                            "spatial...] of static shape");
     }
-    const int64_t rank = t.rank(), spatial = rank - 2;
-    auto ints = [&](const char *attr, int64_t fill) {
-      auto it = attrs.find(attr);
-      return it != attrs.end() && it->second.isIntList()
-                 ? std::vector<int64_t>(it->second.getIntList().begin(),
-                                        it->second.getIntList().end())
-                 : std::vector<int64_t>(size_t(spatial), fill);
-    };
-    std::vector<int64_t> kernel = ints("kernel_shape", 1),
-                         strides = ints("strides", 1),
-                         dilations = ints("dilations", 1);
-    std::vector<int64_t> pads = ints("pads", 0);
-    if (pads.size() == size_t(spatial)) {
-      pads.resize(size_t(2 * spatial), 0);
-    }
-    if (kernel.size() != size_t(spatial) || strides.size() != size_t(spatial) ||
-        dilations.size() != size_t(spatial) || pads.size() != size_t(2 * spatial)) {
-      return nodeError(node, index,
-                       "kernel_shape, strides, dilations and pads must give every "
-                       "spatial axis");
-    }
-    auto stringAttr = [&](const char *attr) {
-      auto it = attrs.find(attr);
-      return it != attrs.end() && it->second.isString() ? it->second.getString()
-                                                        : std::string("NOTSET");
-    };
-    const std::string autoPad = stringAttr("auto_pad");
     COMPILER_ASSIGN_OR_RETURN(double order,
                               numberAttr(node, index, attrs, "storage_order", 0));
-    // Y: MaxPool itself (its shape rule checks the geometry).
+    // Y: MaxPool itself, whose shape rule checks the geometry; its window
+    // attributes, auto_pad resolved to pads, describe the taps.
     std::map<std::string, Attribute> poolAttrs = attrs;
     poolAttrs.erase("storage_order");
     COMPILER_ASSIGN_OR_RETURN(
@@ -3331,17 +3302,17 @@ private:
     if (!yt.hasStaticShape()) {
       return unimplemented(node, index, "an output of dynamic shape");
     }
+    Op &pool = *y->definingOp();
+    graph::resolveAutoPad(pool);
+    const int64_t spatial = t.rank() - 2;
+    const std::vector<int64_t> ones(size_t(spatial), 1);
+    const std::vector<int64_t> kernel = pool.getIntList("kernel_shape"),
+                               strides = pool.getIntList("strides", ones),
+                               dilations = pool.getIntList("dilations", ones),
+                               pads = pool.getIntList(
+                                   "pads", std::vector<int64_t>(size_t(2 * spatial), 0));
     std::vector<int64_t> in(t.dims().begin() + 2, t.dims().end()),
         out(yt.dims().begin() + 2, yt.dims().end());
-    if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
-      for (int64_t d = 0; d < spatial; ++d) {
-        int64_t total = std::max<int64_t>(
-            (out[d] - 1) * strides[d] + (kernel[d] - 1) * dilations[d] + 1 - in[d], 0);
-        pads[d] = autoPad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      }
-    } else if (autoPad == "VALID") {
-      std::fill(pads.begin(), pads.end(), 0);
-    }
     int64_t plane = 1, positions = 1, taps = 1;
     for (int64_t d = 0; d < spatial; ++d) {
       plane *= in[d];
@@ -3353,8 +3324,9 @@ private:
       return unimplemented(node, index,
                            "the Indices output of more than 2^24 window taps");
     }
-    // gatherAt: taps into the padded plane (real taps first, in scan
-    // order); flatAt: the flat index each of them reports.
+    // gatherAt: taps into the plane (real taps first, in scan order, then
+    // the padding's as repeats of the first); flatAt: the flat index each
+    // reports.
     std::vector<int64_t> gatherAt, flatAt;
     std::vector<int64_t> o(size_t(spatial), 0), k(size_t(spatial), 0);
     for (int64_t p = 0; p < positions; ++p) {
@@ -3362,8 +3334,7 @@ private:
         o[d] = q % out[d];
         q /= out[d];
       }
-      std::vector<int64_t> real, realFlat;
-      int64_t padded = 0;
+      const size_t first = gatherAt.size();
       for (int64_t tap = 0; tap < taps; ++tap) {
         for (int64_t q = tap, d = spatial - 1; d >= 0; --d) {
           k[d] = q % kernel[d];
@@ -3379,32 +3350,15 @@ private:
           colStride *= in[d];
         }
         if (inside) {
-          real.push_back(rowMajor);
-          realFlat.push_back(order != 0 ? colMajor : rowMajor);
-        } else {
-          ++padded;
+          gatherAt.push_back(rowMajor);
+          flatAt.push_back(order != 0 ? colMajor : rowMajor);
         }
       }
-      gatherAt.insert(gatherAt.end(), real.begin(), real.end());
-      flatAt.insert(flatAt.end(), realFlat.begin(), realFlat.end());
-      gatherAt.insert(gatherAt.end(), size_t(padded), plane);
-      flatAt.insert(flatAt.end(), size_t(padded), 0);
-    }
-    const ElementType et = t.elementType();
-    double lowest = -INFINITY; // the padding taps' value
-    switch (et) {
-    case ElementType::I8: lowest = -128; break;
-    case ElementType::I16: lowest = -32768; break;
-    case ElementType::I32: lowest = double(INT32_MIN); break;
-    case ElementType::I64: lowest = double(INT64_MIN); break;
-    case ElementType::U8:
-    case ElementType::U16:
-    case ElementType::U32:
-    case ElementType::U64: lowest = 0; break;
-    default:
-      if (!graph::isFloatType(et)) {
-        return nodeError(node, index, "X must be numeric");
+      if (gatherAt.size() == first) {
+        return nodeError(node, index, "a window lies entirely in the padding");
       }
+      gatherAt.resize(first + size_t(taps), gatherAt[first]);
+      flatAt.resize(first + size_t(taps), flatAt[first]);
     }
     auto op = [&](llvm::StringRef kind, std::vector<Value *> inputs,
                   std::map<std::string, Attribute> a = {},
@@ -3413,15 +3367,10 @@ private:
     };
     COMPILER_ASSIGN_OR_RETURN(Value * flat,
                               op("Reshape", {x, constInts({planes, plane}, name)}));
-    std::vector<double> fill(static_cast<size_t>(planes), lowest);
-    COMPILER_ASSIGN_OR_RETURN(
-        Value * withPad,
-        op("Concat", {flat, constTensor(et, {planes, 1}, fill, name)},
-           {{"axis", Attribute(int64_t(1))}}));
     COMPILER_ASSIGN_OR_RETURN(
         Value * windows,
         op("Gather",
-           {withPad, constTensor(ElementType::I64, {positions * taps}, gatherAt, name)},
+           {flat, constTensor(ElementType::I64, {positions * taps}, gatherAt, name)},
            {{"axis", Attribute(int64_t(1))}}));
     COMPILER_ASSIGN_OR_RETURN(
         windows, op("Reshape", {windows, constInts({planes, positions, taps}, name)}));
@@ -3538,17 +3487,13 @@ private:
   // output with Where: both are computed on every call, so the outputs of
   // the two branches must have the same type. Branch values are local to
   // their branch; branches read outer values by name.
-  absl::Status importIf(const onnx::NodeProto &node, int index) {
+  absl::Status importIf(const onnx::NodeProto &node, int index,
+                        const std::vector<Value *> &operands) {
     const std::string name = nodeName(node, index);
-    if (node.input_size() != 1 || node.input(0).empty()) {
+    if (operands.size() != 1 || !operands[0]) {
       return nodeError(node, index, "expected one condition");
     }
-    auto found = values_.find(node.input(0));
-    if (found == values_.end()) {
-      return nodeError(node, index,
-                       "input '" + node.input(0) + "' is not defined before use");
-    }
-    Value *cond = found->second;
+    Value *cond = operands[0];
     const TensorType &ct = cond->type();
     if (ct.elementType() != ElementType::Bool || !ct.hasStaticShape() ||
         ct.numElements() != 1) {
@@ -3657,24 +3602,13 @@ private:
   //             x' = (1 - norm_coefficient_post) (x - R' v' / (sqrt(h') +
   //             epsilon)) with R' = R sqrt(1 - beta^T) / (1 - alpha^T) when
   //             T > 0, else R; x'..., v'..., h'...
-  absl::Status importOptimizer(const onnx::NodeProto &node, int index) {
+  absl::Status importOptimizer(const onnx::NodeProto &node, int index,
+                               const std::vector<Value *> &in,
+                               const std::map<std::string, Attribute> &attrs) {
     const std::string name = nodeName(node, index);
     const std::string &kind = node.op_type();
-    std::map<std::string, Attribute> attrs;
-    for (const auto &a : node.attribute()) {
-      auto attr = convertAttr(a);
-      if (!attr.ok()) {
-        return nodeError(node, index, std::string(attr.status().message()));
-      }
-      attrs[a.name()] = *attr;
-    }
-    std::vector<Value *> in;
-    for (const std::string &input : node.input()) {
-      auto it = values_.find(input);
-      if (input.empty() || it == values_.end()) {
-        return nodeError(node, index, "input '" + input + "' is not defined");
-      }
-      in.push_back(it->second);
+    if (std::count(in.begin(), in.end(), nullptr)) {
+      return nodeError(node, index, "an input is omitted");
     }
     const size_t states = kind == "Adam" ? 2 : 1; // V and/or H per tensor
     const size_t per = 2 + states;                // X, G, states
@@ -4484,16 +4418,10 @@ private:
     if (node.output_size() < 1) {
       return nodeError(node, index, "node has no outputs");
     }
-    if (isTrainingOp(node)) {
-      return importOptimizer(node, index);
-    }
-    if (opType == "If") {
-      return importIf(node, index);
-    }
     // checkSupported has rejected every op type the registry does not know
-    // but kRewrittenOps (which have no kind).
+    // but kRewrittenOps and the training domain's (which have no kind).
     const graph::OpInfo *info = graph::lookupOp(opType);
-    if (!isSupported(opType)) {
+    if (!isSupported(opType) && !isTrainingOp(node)) {
       return nodeError(node, index, "unsupported operator " + opType);
     }
     const std::optional<OpKind> kind =
@@ -4527,11 +4455,20 @@ private:
       if (a.type() == onnx::AttributeProto::STRINGS && isRecurrent(opType)) {
         continue; // activations: importRecurrent reads them from the node
       }
+      if (a.type() == onnx::AttributeProto::GRAPH && opType == "If") {
+        continue; // branches: importIf reads them from the node
+      }
       auto attr = convertAttr(a);
       if (!attr.ok()) {
         return nodeError(node, index, std::string(attr.status().message()));
       }
       attrs[a.name()] = *attr;
+    }
+    if (isTrainingOp(node)) {
+      return importOptimizer(node, index, operands, attrs);
+    }
+    if (opType == "If") {
+      return importIf(node, index, operands);
     }
     // Opset differences: move list attributes that later opsets take as
     // inputs into constant operands, so the graph IR has one form.
