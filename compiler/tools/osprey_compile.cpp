@@ -22,6 +22,7 @@
 #include "compiler/tools/fusion_flags.h"
 #include "compiler/tools/llvm_cpu_flags.h"
 #include "compiler/vm_backend/module_emitter.h"
+#include "tools/common/npy.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ConvertUTF.h"
 #include "llvm/Support/FileSystem.h"
@@ -110,6 +111,15 @@ static cl::list<std::string> inputShapes(
              "last one separates the shape)"),
     cl::value_desc("name:shape"));
 
+static cl::list<std::string> inputValues(
+    "input-value",
+    cl::desc("Bind a graph input to a value at compile time, as "
+             "name=@file.npy or name=DIMSxTYPE=v0,v1,... (osprey-run's "
+             "--input syntax; repeatable). The input becomes a constant "
+             "the module's function no longer takes, and what is computed "
+             "from it folds: an If on a sample rate, a shape, a flag"),
+    cl::value_desc("name=value"));
+
 static cl::opt<std::string> quantize(
     "quantize",
     cl::desc("Quantize a float model after training: int8 (activations "
@@ -143,17 +153,15 @@ static cl::opt<std::string> quantizeReport(
              "zero point per quantized tensor)"),
     cl::value_desc("file.json"), cl::init(""));
 
-// Applies --input-shape: each named graph input gets the given static dims,
-// which must agree with the rank and the static dims the model declares.
-static absl::Status pinInputShapes(graph::Graph &g,
-                                   const std::vector<std::string> &specs) {
+// Parses --input-shape specs (name:d0xd1x...) into |options|.
+static absl::Status parseInputShapes(const std::vector<std::string> &specs,
+                                     onnximport::ImportOptions &options) {
   for (const std::string &spec : specs) {
     size_t colon = spec.rfind(':');
     if (colon == std::string::npos || colon == 0) {
       return absl::InvalidArgumentError("--input-shape '" + spec +
                                         "': expected name:d0xd1x...");
     }
-    std::string name = spec.substr(0, colon);
     llvm::SmallVector<llvm::StringRef> parts;
     llvm::StringRef(spec).substr(colon + 1).split(parts, 'x');
     std::vector<int64_t> dims;
@@ -166,28 +174,49 @@ static absl::Status pinInputShapes(graph::Graph &g,
       }
       dims.push_back(dim);
     }
-    graph::Value *input = nullptr;
-    for (graph::Value *v : g.inputs()) {
-      if (v->name() == name) {
-        input = v;
-      }
+    if (!options.inputShapes.emplace(spec.substr(0, colon), dims).second) {
+      return absl::InvalidArgumentError("--input-shape '" + spec +
+                                        "': the input's shape is given twice");
     }
-    if (!input) {
-      return absl::InvalidArgumentError("--input-shape: the graph has no "
-                                        "input named '" + name + "'");
-    }
-    const graph::TensorType &type = input->type();
-    bool agrees = !type.hasRank() ||
-                  type.rank() == static_cast<int64_t>(dims.size());
-    for (size_t i = 0; agrees && type.hasRank() && i < dims.size(); ++i) {
-      agrees = type.dim(i) == graph::kDynamic || type.dim(i) == dims[i];
-    }
-    if (!agrees) {
+  }
+  return absl::OkStatus();
+}
+
+// Parses --input-value specs (name=SPEC, SPEC as osprey-run's --input:
+// @file.npy or DIMSxTYPE=v0,v1,...) into |options|.
+static absl::Status parseInputValues(const std::vector<std::string> &specs,
+                                     onnximport::ImportOptions &options) {
+  for (const std::string &spec : specs) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == spec.size()) {
       return absl::InvalidArgumentError(
-          "--input-shape '" + spec + "' does not match input '" + name +
-          "' of type " + type.str());
+          "--input-value '" + spec +
+          "': expected name=@file.npy or name=DIMSxTYPE=v0,v1,... (for "
+          "example sr=i64=16000)");
     }
-    input->setType(graph::TensorType::ranked(type.elementType(), dims));
+    auto tensor = ::osprey::tools::ParseInputArgument(spec.substr(eq + 1));
+    if (!tensor.ok()) {
+      return absl::InvalidArgumentError("--input-value '" + spec +
+                                        "': " + tensor.status().message());
+    }
+    const char *spelling = ::osprey::tools::ElementTypeSpelling(tensor->element_type);
+    auto type = tensor->element_type == ::osprey::hal::ElementType::kBool8
+                    ? std::optional(graph::ElementType::Bool)
+                    : graph::parseElementType(spelling);
+    if (!type) {
+      return absl::InvalidArgumentError("--input-value '" + spec +
+                                        "': element type " + spelling +
+                                        " is not one of the compiler's");
+    }
+    onnximport::ImportOptions::InputValue value;
+    value.elementType = *type;
+    value.dims = tensor->shape;
+    value.data = graph::DenseData::fromBytes(std::move(tensor->data));
+    if (!options.inputValues.emplace(spec.substr(0, eq), std::move(value))
+             .second) {
+      return absl::InvalidArgumentError("--input-value '" + spec +
+                                        "': the input's value is given twice");
+    }
   }
   return absl::OkStatus();
 }
@@ -525,20 +554,25 @@ int main(int argc, char **argv) {
           "-o <path>.osp (the object and header go beside it)"));
     }
   }
-  // The model, pinned to --input-shape. The flags are copied first: the
-  // linker resets them, and --quantize compiles before the main pipeline.
-  const std::vector<std::string> shapeSpecs(inputShapes.begin(),
-                                            inputShapes.end());
+  // The model, with --input-shape and --input-value applied. The flags are
+  // read first: the linker resets them, and --quantize compiles before the
+  // main pipeline.
+  onnximport::ImportOptions importOptions;
+  if (absl::Status s = parseInputShapes(
+          std::vector<std::string>(inputShapes.begin(), inputShapes.end()),
+          importOptions);
+      !s.ok()) {
+    return fail(s);
+  }
+  if (absl::Status s = parseInputValues(
+          std::vector<std::string>(inputValues.begin(), inputValues.end()),
+          importOptions);
+      !s.ok()) {
+    return fail(s);
+  }
   const std::string modelFile = inputFile;
   auto loadModel = [&]() -> absl::StatusOr<std::unique_ptr<graph::Graph>> {
-    auto imported = onnximport::importOnnxFile(modelFile);
-    if (!imported.ok()) {
-      return imported.status();
-    }
-    if (absl::Status s = pinInputShapes(**imported, shapeSpecs); !s.ok()) {
-      return s;
-    }
-    return std::move(*imported);
+    return onnximport::importOnnxFile(modelFile, importOptions);
   };
   auto quantizeSettings = parseQuantizeFlags();
   if (!quantizeSettings.ok()) {

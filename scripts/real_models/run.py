@@ -78,7 +78,13 @@ def reference_value(spec):
     return np.broadcast_to(ref["amplitude"] * np.sin(2 * np.pi * ref["hz"] * t), shape)
   if ref["kind"] == "ramp":
     return np.linspace(lo, hi, int(np.prod(shape))).reshape(shape)
+  if ref["kind"] == "constant":
+    return np.full(shape, ref["value"])
   raise ValueError(f"unknown reference kind {ref['kind']}")
+
+
+def _file_name(name):
+  return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
 def case_names(model, random_cases):
@@ -140,7 +146,14 @@ class Runner:
     module = os.path.join(work, f"{model['name']}.osp")
     cmd = [os.path.join(self.bin, "osprey-compile"), onnx_path, "--target=host", "-o", module]
     for name, spec in model["inputs"].items():
-      if spec["shape"]:
+      if spec.get("bind"):
+        if "value" not in spec:
+          raise ValueError(f"{model['name']}: input '{name}' is bound at compile time and needs a "
+                           "fixed 'value'")
+        path = os.path.join(work, f"bound.{_file_name(name)}.npy")
+        np.save(path, input_value(model, name, spec, "reference"))
+        cmd.append(f"--input-value={name}=@{path}")
+      elif spec["shape"]:
         cmd.append(f"--input-shape={name}:{'x'.join(map(str, spec['shape']))}")
     start = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -217,6 +230,8 @@ class Runner:
     graph = onnx.load(onnx_path, load_external_data=False).graph
     inits = {i.name for i in graph.initializer}
     in_names = [i.name for i in graph.input if i.name not in inits]
+    # Inputs bound at compile time: ONNX Runtime gets their value, the module does not take them.
+    run_names = [n for n in in_names if not model["inputs"][n].get("bind")]
     out_names = [o.name for o in graph.output]
     cases = case_names(model, self.args.random)
     ort_cases = []
@@ -239,7 +254,7 @@ class Runner:
         for p in outs:
           if os.path.exists(p):
             os.remove(p)
-        failure = self.run_osprey(module, device, [oc["inputs"][n] for n in in_names], outs)
+        failure = self.run_osprey(module, device, [oc["inputs"][n] for n in run_names], outs)
         if failure:
           result.update(status="run error", message=f"{failure} (case {case})")
           return result

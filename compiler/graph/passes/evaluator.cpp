@@ -96,8 +96,15 @@ double applyUnary(const Op &op, double x) {
     return std::acosh(x);
   case OpKind::Atanh:
     return std::atanh(x);
+  case OpKind::Not:
+    return x == 0;
+  case OpKind::Cast:
+    // To bool, any nonzero (and NaN) is true; to integers, fromValues
+    // truncates toward zero.
+    return op.result()->type().elementType() == ElementType::Bool ? x != 0
+                                                                  : x;
   default:
-    return x; // Identity, Cast
+    return x; // Identity
   }
 }
 
@@ -133,6 +140,7 @@ bool isUnary(OpKind k) {
   case OpKind::Atanh:
   case OpKind::Identity:
   case OpKind::Cast:
+  case OpKind::Not:
     return true;
   default:
     return false;
@@ -152,6 +160,9 @@ bool isBroadcasting(OpKind k) {
   case OpKind::Greater:
   case OpKind::LessOrEqual:
   case OpKind::GreaterOrEqual:
+  case OpKind::And:
+  case OpKind::Or:
+  case OpKind::Xor:
   case OpKind::Where:
     return true;
   default:
@@ -182,6 +193,12 @@ double applyBinary(OpKind k, double a, double b, bool isInt) {
     return a <= b;
   case OpKind::GreaterOrEqual:
     return a >= b;
+  case OpKind::And:
+    return a != 0 && b != 0;
+  case OpKind::Or:
+    return a != 0 || b != 0;
+  case OpKind::Xor:
+    return (a != 0) != (b != 0);
   default:
     return a > b; // Greater
   }

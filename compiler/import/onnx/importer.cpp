@@ -157,18 +157,32 @@ public:
           "sparse initializer '" + g.sparse_initializer(0).values().name() +
           "' is not implemented");
     }
-    for (const auto &input : g.input()) {
+    for (onnx::ValueInfoProto &input : *model_->mutable_graph()->mutable_input()) {
       if (!inputNames.insert(input.name()).second) {
         return absl::InvalidArgumentError("graph input '" + input.name() +
                                           "' is listed twice");
       }
       if (values_.count(input.name())) {
-        continue; // initializer listed as an input (IR version < 4)
+        // An initializer listed as an input (IR version < 4, or a default
+        // value): a constant of the model.
+        if (options_.inputShapes.count(input.name()) ||
+            options_.inputValues.count(input.name())) {
+          return absl::InvalidArgumentError(
+              std::string(options_.inputValues.count(input.name())
+                              ? "--input-value"
+                              : "--input-shape") +
+              ": graph input '" + input.name() +
+              "' has an initializer: the model gives it a constant value, "
+              "whose shape and value cannot be set");
+        }
+        continue;
       }
       COMPILER_ASSIGN_OR_RETURN(TensorType type,
                                 valueInfoType(input, "graph input"));
-      values_[input.name()] = graph_->addInput(input.name(), type);
+      COMPILER_ASSIGN_OR_RETURN(values_[input.name()],
+                                defineInput(input, type));
     }
+    COMPILER_RETURN_IF_ERROR(checkGivenInputsExist(inputNames));
     // Our shape rules validate every node before ONNX shape inference sees
     // the model: libonnx's inference functions assume well-formed operands
     // and may crash on, for example, a Conv input of the wrong rank.
@@ -197,6 +211,100 @@ public:
   }
 
 private:
+  // Graph input |proto| of declared |type|: a constant when
+  // options_.inputValues binds it, else an input of the graph, with the
+  // shape options_.inputShapes pins (each checked against |type|). |proto|
+  // takes the static shape too, for ONNX's shape inference.
+  absl::StatusOr<Value *> defineInput(onnx::ValueInfoProto &proto,
+                                      TensorType type) {
+    const std::string &name = proto.name();
+    if (auto it = options_.inputShapes.find(name);
+        it != options_.inputShapes.end()) {
+      COMPILER_ASSIGN_OR_RETURN(
+          type, givenShape(type, it->second, "--input-shape pins", name));
+    }
+    auto bound = options_.inputValues.find(name);
+    if (bound != options_.inputValues.end()) {
+      const ImportOptions::InputValue &value = bound->second;
+      if (value.elementType != type.elementType()) {
+        return absl::InvalidArgumentError(
+            "--input-value gives graph input '" + name + "' (" + type.str() +
+            ") a value of " + graph::elementTypeName(value.elementType).str());
+      }
+      COMPILER_ASSIGN_OR_RETURN(
+          type, givenShape(type, value.dims, "--input-value gives", name));
+      if (value.data.size() !=
+          size_t(type.numElements()) * graph::elementByteSize(type.elementType())) {
+        return absl::InvalidArgumentError(
+            "--input-value for graph input '" + name + "' has " +
+            std::to_string(value.data.size()) + " bytes, not those of " +
+            type.str());
+      }
+    }
+    if (type.hasRank()) {
+      onnx::TensorShapeProto *shape =
+          proto.mutable_type()->mutable_tensor_type()->mutable_shape();
+      shape->clear_dim();
+      for (int64_t d : type.dims()) {
+        if (d == graph::kDynamic) {
+          shape->add_dim();
+        } else {
+          shape->add_dim()->set_dim_value(d);
+        }
+      }
+    }
+    if (bound != options_.inputValues.end()) {
+      Op *c = graph_->createConstant(type, bound->second.data, nullptr, name);
+      c->setNodeName(name);
+      return c->result();
+    }
+    return graph_->addInput(name, type);
+  }
+
+  // |declared| with the static |dims| that |flag| gives input |name|,
+  // which must have its rank and repeat its static dims.
+  static absl::StatusOr<TensorType>
+  givenShape(const TensorType &declared, const std::vector<int64_t> &dims,
+             const std::string &flag, const std::string &name) {
+    bool agrees = !declared.hasRank() ||
+                  declared.rank() == static_cast<int64_t>(dims.size());
+    for (size_t i = 0; agrees && declared.hasRank() && i < dims.size(); ++i) {
+      agrees = declared.dim(i) == graph::kDynamic || declared.dim(i) == dims[i];
+    }
+    TensorType given = TensorType::ranked(declared.elementType(), dims);
+    if (!agrees) {
+      return absl::InvalidArgumentError(
+          flag + " graph input '" + name + "' " + given.str() +
+          ", which does not match its declared type " + declared.str());
+    }
+    return given;
+  }
+
+  // Every input named in options_ is one of the graph's |inputs|.
+  absl::Status checkGivenInputsExist(const std::set<std::string> &inputs) {
+    std::vector<std::pair<std::string, const char *>> names;
+    for (const auto &[name, dims] : options_.inputShapes) {
+      names.emplace_back(name, "--input-shape");
+    }
+    for (const auto &[name, value] : options_.inputValues) {
+      names.emplace_back(name, "--input-value");
+    }
+    for (const auto &[name, flag] : names) {
+      if (inputs.count(name)) {
+        continue;
+      }
+      std::string list;
+      for (const std::string &input : inputs) {
+        list += (list.empty() ? "'" : ", '") + input + "'";
+      }
+      return absl::InvalidArgumentError(
+          std::string(flag) + ": the graph has no input named '" + name +
+          "' (its inputs: " +
+          (list.empty() ? std::string("none") : list) + ")");
+    }
+    return absl::OkStatus();
+  }
+
   static std::string sanitize(const std::string &name) {
     std::string out;
     for (char c : name) {
@@ -678,6 +786,25 @@ private:
   // Results of at most this many bytes are folded at import.
   static constexpr size_t kImportFoldBytes = 64 << 10;
 
+  // Whether |op| only moves elements of its constant operands, into a
+  // result of |bytes| no larger than they are: such an op folds at import
+  // whatever its size (weights sliced and concatenated into an LSTM's
+  // gates), since folding does not multiply the model's data.
+  static bool rearrangesAtMost(const Op &op, size_t bytes) {
+    if (!graph::isStorageSharingOp(op) && !op.is(OpKind::Concat) &&
+        !op.is(OpKind::Slice) && !op.is(OpKind::Transpose)) {
+      return false;
+    }
+    size_t operandBytes = 0;
+    for (const Value *operand : op.operands()) {
+      if (operand) {
+        operandBytes += operand->type().numElements() *
+                        graph::elementByteSize(operand->type().elementType());
+      }
+    }
+    return bytes <= operandBytes;
+  }
+
   // Folds |op| (typed) when its operands are all constants (a Shape's: of
   // static type) and its results static and small: the Constant ops that
   // replace its results, in order, or none when it stays. Operands computed
@@ -707,7 +834,7 @@ private:
       bytes += result->type().numElements() *
                graph::elementByteSize(result->type().elementType());
     }
-    if (!foldable || bytes > kImportFoldBytes) {
+    if (!foldable || (bytes > kImportFoldBytes && !rearrangesAtMost(*op, bytes))) {
       return std::vector<Op *>{};
     }
     auto folded = graph::evaluateOp(*op, types);
@@ -3522,8 +3649,19 @@ private:
       if (known && *known != (b == 0)) {
         continue;
       }
-      COMPILER_ASSIGN_OR_RETURN(
-          results[b], importBranch(*branches[b], name + (b ? "/else" : "/then")));
+      auto imported = importBranch(*branches[b], name + (b ? "/else" : "/then"));
+      if (!imported.ok()) {
+        // Both branches of a run-time condition are imported: the failing
+        // one may be a branch the deployment never takes.
+        return known ? imported.status()
+                     : absl::Status(imported.status().code(),
+                                    std::string(imported.status().message()) +
+                                        " (in " + (b ? "else" : "then") +
+                                        "_branch of If '" + name +
+                                        "', whose condition is known only at "
+                                        "run time" + inputsBehind(cond) + ")");
+      }
+      results[b] = std::move(*imported);
       if (results[b].size() != size_t(node.output_size())) {
         return nodeError(node, index,
                          std::string(b ? "else" : "then") + "_branch has " +
@@ -3550,7 +3688,8 @@ private:
               "output " + std::to_string(k) + " is " + a->type().str() +
                   " in then_branch and " + b->type().str() +
                   " in else_branch; a condition known only at run time "
-                  "selects between outputs of one static type");
+                  "selects between outputs of one static type" +
+                  inputsBehind(cond));
         }
         COMPILER_ASSIGN_OR_RETURN(
             out, rewriteOp(name, "Where", {flag, a, b}, {}, node.output(k)));
@@ -3558,6 +3697,34 @@ private:
       COMPILER_RETURN_IF_ERROR(defineOutput(node, index, out, k));
     }
     return absl::OkStatus();
+  }
+
+  // Names the graph inputs |v| is computed from, for an error on a value
+  // the compiler needs at compile time: the flags that fix them.
+  std::string inputsBehind(Value *v) const {
+    std::set<Value *> seen;
+    std::vector<Value *> work = {v};
+    std::string names;
+    while (!work.empty()) {
+      Value *x = work.back();
+      work.pop_back();
+      if (!x || !seen.insert(x).second) {
+        continue;
+      }
+      if (llvm::is_contained(graph_->inputs(), x)) {
+        names += (names.empty() ? "'" : ", '") + x->name() + "'";
+      } else if (Op *op = x->definingOp()) {
+        for (Value *operand : op->operands()) {
+          work.push_back(operand);
+        }
+      }
+    }
+    if (names.empty()) {
+      return "";
+    }
+    return "; the condition is computed from graph input " + names +
+           ": osprey-compile --input-value=NAME=VALUE fixes an input's value "
+           "at compile time (--input-shape=NAME:SHAPE its shape)";
   }
 
   // Imports the nodes of an If branch into the graph; returns its outputs.

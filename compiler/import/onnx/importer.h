@@ -2,7 +2,10 @@
 #ifndef OSPREY_COMPILER_IMPORT_ONNX_IMPORTER_H_
 #define OSPREY_COMPILER_IMPORT_ONNX_IMPORTER_H_
 
+#include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "compiler/graph/ir.h"
@@ -13,6 +16,20 @@ struct ImportOptions {
   // Run onnx::shape_inference::InferShapes before converting (its results
   // refine the types computed by the graph shape rules).
   bool onnxShapeInference = true;
+  // Static shapes for graph inputs, by name: each replaces the declared
+  // shape, whose rank and static dims it must repeat.
+  std::map<std::string, std::vector<int64_t>> inputShapes;
+  // Graph inputs bound to a value at compile time, by name: the input
+  // becomes a constant (and the graph no longer takes it), so everything
+  // computed from it folds, including If conditions on it. The element
+  // type must be the declared one and the dims agree with the declared (or
+  // pinned) shape.
+  struct InputValue {
+    graph::ElementType elementType = graph::ElementType::F32;
+    std::vector<int64_t> dims;
+    graph::DenseData data;
+  };
+  std::map<std::string, InputValue> inputValues;
 };
 
 // Reads the model at |path| (external tensor data is resolved relative to its

@@ -1,0 +1,36 @@
+"""A model for input_value.test whose If is on a graph input (a sample
+rate): 16000 doubles x, anything else sums it, so the two branches have
+different types. w is an input with an initializer (a constant)."""
+import os
+import sys
+
+import onnx
+from onnx import TensorProto, helper
+
+
+def branch(name, node, out_shape):
+    return helper.make_graph(
+        [node], name, [],
+        [helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, out_shape)])
+
+
+then_branch = branch("double", helper.make_node("Mul", ["x", "two"], ["doubled"]),
+                     [1, "n"])
+else_branch = branch("sum", helper.make_node("ReduceSum", ["x"], ["summed"],
+                                             keepdims=0), [1])
+graph = helper.make_graph(
+    [helper.make_node("Equal", ["sr", "rate"], ["is_rate"], name="equal"),
+     helper.make_node("If", ["is_rate"], ["y"], name="switch",
+                      then_branch=then_branch, else_branch=else_branch),
+     helper.make_node("Mul", ["x", "w"], ["z"], name="scale")],
+    "rate_switch",
+    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, "n"]),
+     helper.make_tensor_value_info("sr", TensorProto.INT64, []),
+     helper.make_tensor_value_info("w", TensorProto.FLOAT, [1])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+     helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, "n"])],
+    initializer=[helper.make_tensor("rate", TensorProto.INT64, [], [16000]),
+                 helper.make_tensor("two", TensorProto.FLOAT, [], [2.0]),
+                 helper.make_tensor("w", TensorProto.FLOAT, [1], [0.5])])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+onnx.save(model, os.path.join(sys.argv[1], "rate_switch.onnx"))
