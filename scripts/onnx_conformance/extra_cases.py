@@ -964,6 +964,103 @@ def _if_cases(rng):
     return out
 
 
+def _loop_scan_cases(rng):
+    """Loop and Scan, which the compiler unrolls: a Scan over two inputs
+    along different axes (one read backwards) with two scan outputs on
+    different axes (one written backwards); a Loop whose body's condition
+    ends it before its trip count, with a run-time input in the body and a
+    scan output; a Loop of no iteration. Inputs hold negatives, zeros and
+    large values; references step through the definitions in float32."""
+    out = []
+    f32, i64, b = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+
+    def value(name, shape, dtype=f32):
+        return helper.make_tensor_value_info(name, dtype, shape)
+
+    def model_case(name, node, inputs, outputs, inits=(), opset=16):
+        graph = helper.make_graph(
+            [node], name,
+            [value(n, list(a.shape)) for n, a in inputs],
+            [value(n, list(a.shape)) for n, a in outputs],
+            initializer=list(inits))
+        return types.SimpleNamespace(
+            name=name,
+            model=helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]),
+            data_sets=[([a for _, a in inputs], [a for _, a in outputs])])
+
+    # Scan: s' = 0.5 s + a_t * b_t; outputs s' per step (stacked on axis
+    # 1) and max(a_t, b_t) (stacked on axis 0, last step first).
+    body = helper.make_graph(
+        [helper.make_node("Mul", ["s", "half"], ["hs"]),
+         helper.make_node("Mul", ["a_t", "b_t"], ["ab"]),
+         helper.make_node("Add", ["hs", "ab"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["y1"]),
+         helper.make_node("Max", ["a_t", "b_t"], ["y2"])],
+        "scan_body", [value("s", [3]), value("a_t", [3]), value("b_t", [3])],
+        [value("s_out", [3]), value("y1", [3]), value("y2", [3])],
+        initializer=[numpy_helper.from_array(np.array(0.5, np.float32), "half")])
+    s0 = np.array([1.0, -0.0, -3.5], np.float32)
+    a = rng.randn(3, 4).astype(np.float32)
+    a[0, 1], a[2, 3] = 0.0, -1e18
+    bb = rng.randn(4, 3).astype(np.float32)
+    bb[1, 2], bb[3, 0] = 1e18, -0.0
+    node = helper.make_node("Scan", ["s0", "a", "b"], ["s_final", "ys", "ms"],
+                            body=body, num_scan_inputs=2,
+                            scan_input_axes=[1, 0], scan_input_directions=[0, 1],
+                            scan_output_axes=[1, -2], scan_output_directions=[0, 1])
+    state = s0.copy()
+    ys, ms = [], []
+    for t in range(4):
+        at, bt = a[:, t], bb[3 - t]
+        state = (state * np.float32(0.5) + at * bt).astype(np.float32)
+        ys.append(state.copy())
+        ms.append(np.maximum(at, bt))
+    out.append(("Scan", model_case(
+        "osprey_scan_axes_directions", node,
+        [("s0", s0), ("a", a), ("b", bb)],
+        [("s_final", state), ("ys", np.stack(ys, axis=1)),
+         ("ms", np.stack(ms[::-1], axis=0))])))
+
+    # Loop: acc' = acc * x + i, until i reaches 3 (cond_out = i < 3), at most
+    # 10 trips; the scan output stacks acc' per iteration.
+    body = helper.make_graph(
+        [helper.make_node("Less", ["i", "three"], ["cond_out"]),
+         helper.make_node("Mul", ["acc", "x"], ["ax"]),
+         helper.make_node("Cast", ["i"], ["fi"], to=f32),
+         helper.make_node("Add", ["ax", "fi"], ["acc_out"]),
+         helper.make_node("Identity", ["acc_out"], ["trace"])],
+        "loop_body", [value("i", [], i64), value("c", [], b), value("acc", [2, 2])],
+        [value("cond_out", [], b), value("acc_out", [2, 2]), value("trace", [2, 2])],
+        initializer=[numpy_helper.from_array(np.array(3, np.int64), "three")])
+    x = np.array([[1.5, -2.0], [0.0, 1e-3]], np.float32)
+    acc0 = np.array([[-1.0, 0.5], [3e10, -0.0]], np.float32)
+    acc, trace = acc0.copy(), []
+    for i in range(10):
+        acc = (acc * x + np.float32(i)).astype(np.float32)
+        trace.append(acc.copy())
+        if not i < 3:
+            break
+    node = helper.make_node("Loop", ["M", "cond", "acc0"], ["acc_final", "traces"],
+                            body=body)
+    out.append(("Loop", model_case(
+        "osprey_loop_early_exit", node, [("acc0", acc0), ("x", x)],
+        [("acc_final", acc), ("traces", np.stack(trace))],
+        inits=[numpy_helper.from_array(np.array(10, np.int64), "M"),
+               numpy_helper.from_array(np.array(True), "cond")])))
+
+    # No iteration: the loop-carried value is the initial one.
+    node = helper.make_node("Loop", ["M", "", "acc0"], ["acc_final"], body=helper.make_graph(
+        [helper.make_node("Identity", ["c"], ["cond_out"]),
+         helper.make_node("Mul", ["acc", "x"], ["acc_out"])],
+        "loop_body", [value("i", [], i64), value("c", [], b), value("acc", [2, 2])],
+        [value("cond_out", [], b), value("acc_out", [2, 2])]))
+    out.append(("Loop", model_case(
+        "osprey_loop_no_iteration", node, [("acc0", acc0), ("x", x)],
+        [("acc_final", acc0)],
+        inits=[numpy_helper.from_array(np.array(0, np.int64), "M")])))
+    return out
+
+
 def _maxpool_indices_ref(x, kernel, strides, pads, dilations, order):
     """MaxPool's values and Indices: the first largest tap of each window in
     scan order (padding excluded), as a flat index of the input (spatial
@@ -1530,6 +1627,7 @@ def cases():
     out.extend(_optimizer_cases())
     out.extend(_grid_sample_cases(rng))
     out.extend(_if_cases(rng))
+    out.extend(_loop_scan_cases(rng))
     out.extend(_maxpool_indices_cases(rng))
 
     from onnx.backend.test.case.node import resize as resize_gen

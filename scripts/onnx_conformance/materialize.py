@@ -117,6 +117,8 @@ CONST_INPUTS = {
     # OneHot's depth, Range's operands and Tile's repeats set the output's
     # shape.
     "OneHot": {1}, "Range": {0, 1, 2}, "Tile": {1},
+    # Loop's trip count and condition: loops are unrolled at compile time.
+    "Loop": {0, 1},
     # Dropout's ratio and training_mode: deterministic only when constant.
     "Dropout": {1, 2},
     "InstanceNormalization": {1, 2},

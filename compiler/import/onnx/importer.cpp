@@ -54,7 +54,8 @@ constexpr int64_t kMaxOpset = 21;
 // (Reshape, Expand, Reshape), InstanceNormalization,
 // MeanVarianceNormalization and LRN (reductions, slices and elementwise
 // ops), Det (Leibniz sums of gathered products), MelWeightMatrix (a
-// constant), If (its branches inlined, selected by Where).
+// constant), If (its branches inlined, selected by Where), Loop and Scan
+// (unrolled: their bodies inlined once per iteration).
 const char *const kRewrittenOps[] = {
     "Dropout",      "Sum",          "Mean",     "DepthToSpace",
     "SpaceToDepth", "Size",         "Trilu",    "CastLike",
@@ -65,7 +66,7 @@ const char *const kRewrittenOps[] = {
     "HannWindow", "HammingWindow", "BlackmanWindow", "Einsum", "Scatter",
     "ScatterElements", "ScatterND", "GatherND", "RNN", "GRU", "LSTM",
     "DynamicQuantizeLinear", "ReverseSequence", "GridSample", "TopK",
-    "Compress", "DFT", "STFT", "Det", "MelWeightMatrix", "If"};
+    "Compress", "DFT", "STFT", "Det", "MelWeightMatrix", "If", "Loop", "Scan"};
 
 // The optimizers of ONNX's training domain (version 1), imported as the
 // elementwise arithmetic of one update step.
@@ -3701,7 +3702,7 @@ private:
 
   // Names the graph inputs |v| is computed from, for an error on a value
   // the compiler needs at compile time: the flags that fix them.
-  std::string inputsBehind(Value *v) const {
+  std::string inputsBehind(Value *v, const std::string &what = "the condition") const {
     std::set<Value *> seen;
     std::vector<Value *> work = {v};
     std::string names;
@@ -3722,16 +3723,25 @@ private:
     if (names.empty()) {
       return "";
     }
-    return "; the condition is computed from graph input " + names +
+    return "; " + what + " is computed from graph input " + names +
            ": osprey-compile --input-value=NAME=VALUE fixes an input's value "
            "at compile time (--input-shape=NAME:SHAPE its shape)";
   }
 
   // Imports the nodes of an If branch into the graph; returns its outputs.
   // Names the branch defines are visible only inside it.
-  absl::StatusOr<std::vector<Value *>> importBranch(const onnx::GraphProto &g,
-                                                    const std::string &prefix) {
+  absl::StatusOr<std::vector<Value *>>
+  importBranch(const onnx::GraphProto &g, const std::string &prefix,
+               const std::vector<Value *> &inputs = {}) {
     const std::unordered_map<std::string, Value *> outer = values_;
+    if (size_t(g.input_size()) != inputs.size()) {
+      return absl::InvalidArgumentError(
+          "'" + prefix + "' has " + std::to_string(g.input_size()) +
+          " inputs, expected " + std::to_string(inputs.size()));
+    }
+    for (int i = 0; i < g.input_size(); ++i) {
+      values_[g.input(i).name()] = inputs[i];
+    }
     for (const auto &init : g.initializer()) {
       COMPILER_ASSIGN_OR_RETURN(DenseData data, readTensor(init));
       COMPILER_ASSIGN_OR_RETURN(TensorType type, tensorType(init));
@@ -3756,6 +3766,305 @@ private:
     }
     values_ = outer;
     return outputs;
+  }
+
+  // Loops run at most this many iterations, and inline at most this many
+  // body nodes in all, when unrolled.
+  static constexpr int64_t kMaxUnrolledIterations = 4096;
+  static constexpr int64_t kMaxUnrolledNodes = 65536;
+
+  absl::Status checkUnrollSize(const onnx::NodeProto &node, int index,
+                               const onnx::GraphProto &body,
+                               int64_t iterations) {
+    if (iterations > kMaxUnrolledIterations ||
+        iterations * std::max(1, body.node_size()) > kMaxUnrolledNodes) {
+      return unimplemented(
+          node, index,
+          "reaches " + std::to_string(iterations) + " iterations of a " +
+              std::to_string(body.node_size()) +
+              "-node body; loops are unrolled at compile time, up to " +
+              std::to_string(kMaxUnrolledIterations) + " iterations and " +
+              std::to_string(kMaxUnrolledNodes) + " body nodes in all");
+    }
+    return absl::OkStatus();
+  }
+
+  // The body graph attribute of a Loop or Scan.
+  absl::StatusOr<const onnx::GraphProto *> bodyOf(const onnx::NodeProto &node,
+                                                  int index) {
+    for (const auto &a : node.attribute()) {
+      if (a.name() == "body" && a.type() == onnx::AttributeProto::GRAPH) {
+        return &a.g();
+      }
+    }
+    return nodeError(node, index, "needs a graph attribute 'body'");
+  }
+
+  // |parts| (each of one type) stacked along a new axis |axis|.
+  absl::StatusOr<Value *> stack(const std::string &name,
+                                const std::vector<Value *> &parts, int64_t axis,
+                                const std::string &resultName) {
+    std::vector<Value *> expanded;
+    for (Value *part : parts) {
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * e, rewriteOp(name, "Unsqueeze", {part, constInts({axis}, name)}));
+      expanded.push_back(e);
+    }
+    if (expanded.size() == 1) {
+      return rewriteOp(name, "Identity", {expanded[0]}, {}, resultName);
+    }
+    return rewriteOp(name, "Concat", expanded, {{"axis", Attribute(axis)}},
+                     resultName);
+  }
+
+  // Loop, unrolled: the trip count M must be a constant (or absent), and
+  // the condition a constant in every iteration (the initial one, and each
+  // body's cond output once folded), so the iterations are known at
+  // compile time; each iteration inlines the body with the iteration
+  // number as a constant. Outputs: the final loop-carried values, then
+  // each scan output's per-iteration values stacked along a new axis 0.
+  absl::Status importLoop(const onnx::NodeProto &node, int index,
+                          const std::vector<Value *> &operands) {
+    const std::string name = nodeName(node, index);
+    COMPILER_ASSIGN_OR_RETURN(const onnx::GraphProto *body, bodyOf(node, index));
+    const size_t carried = operands.size() > 2 ? operands.size() - 2 : 0;
+    if (body->input_size() != int(carried) + 2 ||
+        body->output_size() < int(carried) + 1) {
+      return nodeError(node, index,
+                       "the body must take the iteration number, the "
+                       "condition and the " + std::to_string(carried) +
+                           " loop-carried values, and return the condition "
+                           "and them before any scan outputs");
+    }
+    const size_t scans = body->output_size() - 1 - carried;
+    if (size_t(node.output_size()) > carried + scans) {
+      return nodeError(node, index,
+                       "has more outputs than the body's loop-carried "
+                       "values and scan outputs");
+    }
+    auto scalarConstant = [&](Value *v, const char *what)
+        -> absl::StatusOr<std::optional<double>> {
+      if (!v) {
+        return std::optional<double>();
+      }
+      if (!v->type().hasStaticShape() || v->type().numElements() != 1) {
+        return nodeError(node, index,
+                         std::string(what) + " must hold a single element");
+      }
+      auto c = graph::getConstantFloats(v);
+      if (!c) {
+        return unimplemented(
+            node, index,
+            std::string(what) +
+                " is known only at run time (loops are unrolled at compile "
+                "time" + inputsBehind(v, "it") + ")");
+      }
+      return std::optional<double>((*c)[0]);
+    };
+    Value *tripOperand = operands.size() > 0 ? operands[0] : nullptr;
+    Value *condOperand = operands.size() > 1 ? operands[1] : nullptr;
+    COMPILER_ASSIGN_OR_RETURN(std::optional<double> trip,
+                              scalarConstant(tripOperand, "the trip count M"));
+    COMPILER_ASSIGN_OR_RETURN(std::optional<double> cond,
+                              scalarConstant(condOperand, "the condition"));
+    if (!trip && !condOperand) {
+      return unimplemented(node, index,
+                           "a loop without a trip count or a condition never ends");
+    }
+    const int64_t limit = trip ? std::max<int64_t>(0, int64_t(*trip))
+                               : kMaxUnrolledIterations + 1;
+    std::vector<Value *> state(operands.begin() + std::min<size_t>(2, operands.size()),
+                               operands.end());
+    std::vector<std::vector<Value *>> scanned(scans);
+    bool running = !cond || *cond != 0;
+    int64_t i = 0;
+    for (; running && i < limit; ++i) {
+      COMPILER_RETURN_IF_ERROR(checkUnrollSize(node, index, *body, i + 1));
+      std::vector<Value *> inputs = {
+          constScalar(ElementType::I64, double(i), name),
+          constScalar(ElementType::Bool, 1.0, name)};
+      inputs.insert(inputs.end(), state.begin(), state.end());
+      COMPILER_ASSIGN_OR_RETURN(
+          std::vector<Value *> out,
+          importBranch(*body, name + "/iteration" + std::to_string(i), inputs));
+      std::copy(out.begin() + 1, out.begin() + 1 + carried, state.begin());
+      for (size_t k = 0; k < scans; ++k) {
+        scanned[k].push_back(out[1 + carried + k]);
+      }
+      if (condOperand) {
+        COMPILER_ASSIGN_OR_RETURN(std::optional<double> next,
+                                  scalarConstant(out[0], "the body's condition"));
+        running = *next != 0;
+      }
+    }
+    for (size_t k = 0; k < carried && int(k) < node.output_size(); ++k) {
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * out, rewriteOp(name, "Identity", {state[k]}, {}, node.output(k)));
+      COMPILER_RETURN_IF_ERROR(defineOutput(node, index, out, k));
+    }
+    for (size_t k = 0; k < scans && int(carried + k) < node.output_size(); ++k) {
+      if (node.output(carried + k).empty()) {
+        continue;
+      }
+      if (scanned[k].empty()) {
+        return unimplemented(node, index,
+                             "a scan output of a loop that runs no iteration "
+                             "(its element shape is unknown)");
+      }
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * out, stack(name, scanned[k], 0, node.output(carried + k)));
+      COMPILER_RETURN_IF_ERROR(defineOutput(node, index, out, carried + k));
+    }
+    return absl::OkStatus();
+  }
+
+  // Scan (opset 9 on), unrolled over the scan inputs' static length: the
+  // body gets the state and each scan input's slice (along its
+  // scan_input_axes entry, read backwards where scan_input_directions is
+  // 1); outputs are the final state, then each scan output's slices
+  // stacked along its scan_output_axes entry (in reverse iteration order
+  // where scan_output_directions is 1).
+  absl::Status importScan(const onnx::NodeProto &node, int index,
+                          const std::vector<Value *> &operands,
+                          const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    COMPILER_ASSIGN_OR_RETURN(const onnx::GraphProto *body, bodyOf(node, index));
+    auto intAttr = [&](const char *key) -> std::optional<int64_t> {
+      auto it = attrs.find(key);
+      if (it == attrs.end() || !it->second.isInt()) {
+        return std::nullopt;
+      }
+      return it->second.getInt();
+    };
+    auto listAttr = [&](const char *key, size_t n) -> absl::StatusOr<std::vector<int64_t>> {
+      auto it = attrs.find(key);
+      if (it == attrs.end()) {
+        return std::vector<int64_t>(n, 0);
+      }
+      if (!it->second.isIntList() || it->second.getIntList().size() != n) {
+        return nodeError(node, index,
+                         "attribute '" + std::string(key) + "' must list " +
+                             std::to_string(n) + " integers");
+      }
+      return it->second.getIntList();
+    };
+    std::optional<int64_t> numScanInputs = intAttr("num_scan_inputs");
+    if (!numScanInputs || *numScanInputs < 1 ||
+        size_t(*numScanInputs) > operands.size()) {
+      return nodeError(node, index,
+                       "needs num_scan_inputs between 1 and its input count");
+    }
+    if (std::count(operands.begin(), operands.end(), nullptr)) {
+      return nodeError(node, index, "an input is omitted");
+    }
+    const size_t m = *numScanInputs, n = operands.size() - m;
+    if (body->input_size() != int(n + m) || body->output_size() < int(n)) {
+      return nodeError(node, index,
+                       "the body must take the " + std::to_string(n) +
+                           " state values and one slice of each of the " +
+                           std::to_string(m) + " scan inputs, and return the "
+                           "state values before the scan outputs");
+    }
+    const size_t k = body->output_size() - n;
+    if (size_t(node.output_size()) > n + k) {
+      return nodeError(node, index, "has more outputs than its body");
+    }
+    COMPILER_ASSIGN_OR_RETURN(std::vector<int64_t> inAxes,
+                              listAttr("scan_input_axes", m));
+    COMPILER_ASSIGN_OR_RETURN(std::vector<int64_t> inDirs,
+                              listAttr("scan_input_directions", m));
+    COMPILER_ASSIGN_OR_RETURN(std::vector<int64_t> outAxes,
+                              listAttr("scan_output_axes", k));
+    COMPILER_ASSIGN_OR_RETURN(std::vector<int64_t> outDirs,
+                              listAttr("scan_output_directions", k));
+    int64_t length = -1;
+    for (size_t j = 0; j < m; ++j) {
+      const TensorType &t = operands[n + j]->type();
+      if (!t.hasStaticShape()) {
+        return unimplemented(node, index,
+                             "scan input " + std::to_string(j) +
+                                 " has dynamic shape " + t.str() +
+                                 " (pin it with --input-shape)");
+      }
+      const int64_t r = t.rank();
+      if (inAxes[j] < -r || inAxes[j] >= r) {
+        return nodeError(node, index,
+                         "scan_input_axes entry " + std::to_string(inAxes[j]) +
+                             " is out of range for " + t.str());
+      }
+      inAxes[j] = inAxes[j] < 0 ? inAxes[j] + r : inAxes[j];
+      const int64_t len = t.dim(inAxes[j]);
+      if (length >= 0 && len != length) {
+        return nodeError(node, index,
+                         "scan inputs have different lengths (" +
+                             std::to_string(length) + " and " +
+                             std::to_string(len) + ")");
+      }
+      length = len;
+    }
+    for (int64_t d : inDirs) {
+      if (d != 0 && d != 1) {
+        return nodeError(node, index, "scan directions must be 0 or 1");
+      }
+    }
+    for (int64_t d : outDirs) {
+      if (d != 0 && d != 1) {
+        return nodeError(node, index, "scan directions must be 0 or 1");
+      }
+    }
+    if (length == 0 && k > 0) {
+      return unimplemented(node, index,
+                           "scan outputs of a Scan over length 0 (their "
+                           "element shape is unknown)");
+    }
+    COMPILER_RETURN_IF_ERROR(checkUnrollSize(node, index, *body, length));
+    std::vector<Value *> state(operands.begin(), operands.begin() + n);
+    std::vector<std::vector<Value *>> scanned(k);
+    for (int64_t t = 0; t < length; ++t) {
+      std::vector<Value *> inputs = state;
+      for (size_t j = 0; j < m; ++j) {
+        const int64_t at = inDirs[j] ? length - 1 - t : t;
+        COMPILER_ASSIGN_OR_RETURN(
+            Value * slice,
+            rewriteOp(name, "Gather",
+                      {operands[n + j], constScalar(ElementType::I64, double(at), name)},
+                      {{"axis", Attribute(inAxes[j])}}));
+        inputs.push_back(slice);
+      }
+      COMPILER_ASSIGN_OR_RETURN(
+          std::vector<Value *> out,
+          importBranch(*body, name + "/iteration" + std::to_string(t), inputs));
+      std::copy(out.begin(), out.begin() + n, state.begin());
+      for (size_t j = 0; j < k; ++j) {
+        scanned[j].push_back(out[n + j]);
+      }
+    }
+    for (size_t j = 0; j < n && int(j) < node.output_size(); ++j) {
+      COMPILER_ASSIGN_OR_RETURN(
+          Value * out, rewriteOp(name, "Identity", {state[j]}, {}, node.output(j)));
+      COMPILER_RETURN_IF_ERROR(defineOutput(node, index, out, j));
+    }
+    for (size_t j = 0; j < k && int(n + j) < node.output_size(); ++j) {
+      if (node.output(n + j).empty()) {
+        continue;
+      }
+      const int64_t r = scanned[j][0]->type().rank() + 1;
+      int64_t axis = outAxes[j];
+      if (axis < -r || axis >= r) {
+        return nodeError(node, index,
+                         "scan_output_axes entry " + std::to_string(axis) +
+                             " is out of range for rank " + std::to_string(r));
+      }
+      axis = axis < 0 ? axis + r : axis;
+      std::vector<Value *> parts = scanned[j];
+      if (outDirs[j]) {
+        std::reverse(parts.begin(), parts.end());
+      }
+      COMPILER_ASSIGN_OR_RETURN(Value * out,
+                                stack(name, parts, axis, node.output(n + j)));
+      COMPILER_RETURN_IF_ERROR(defineOutput(node, index, out, n + j));
+    }
+    return absl::OkStatus();
   }
 
   // One step of the training domain's optimizers over n tensors, as their
@@ -4622,8 +4931,8 @@ private:
       if (a.type() == onnx::AttributeProto::STRINGS && isRecurrent(opType)) {
         continue; // activations: importRecurrent reads them from the node
       }
-      if (a.type() == onnx::AttributeProto::GRAPH && opType == "If") {
-        continue; // branches: importIf reads them from the node
+      if (a.type() == onnx::AttributeProto::GRAPH) {
+        continue; // If's branches, a Loop's or Scan's body: read from the node
       }
       auto attr = convertAttr(a);
       if (!attr.ok()) {
@@ -4636,6 +4945,12 @@ private:
     }
     if (opType == "If") {
       return importIf(node, index, operands);
+    }
+    if (opType == "Loop") {
+      return importLoop(node, index, operands);
+    }
+    if (opType == "Scan") {
+      return importScan(node, index, operands, attrs);
     }
     // Opset differences: move list attributes that later opsets take as
     // inputs into constant operands, so the graph IR has one form.
@@ -4963,10 +5278,33 @@ void keepAsymmetricResize(onnx::ModelProto &model) {
 // like any opset-11 model. The checker validates the model first: the
 // converter's adapters assume well-formed nodes. Returns the model's
 // original opset.
+// Whether |g| or one of its subgraphs has a node of |opType|.
+bool hasNode(const onnx::GraphProto &g, const std::string &opType) {
+  for (const auto &node : g.node()) {
+    if (node.op_type() == opType) {
+      return true;
+    }
+    for (const auto &a : node.attribute()) {
+      if (a.type() == onnx::AttributeProto::GRAPH && hasNode(a.g(), opType)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 absl::StatusOr<int64_t> upgradeOldOpset(onnx::ModelProto &model) {
   int64_t opset = defaultOpset(model);
   if (opset <= 0 || opset >= kMinOpset) {
     return opset;
+  }
+  // The converter gives opset 8's batched Scan the graph inputs of opset
+  // 9's, without the batch axis the caller passes.
+  if (opset < 9 && hasNode(model.graph(), "Scan")) {
+    return absl::UnimplementedError(
+        "model uses ONNX opset " + std::to_string(opset) +
+        " with a Scan, whose opset-8 form (a batch axis and sequence_lens) "
+        "is not supported; opset 9 on is");
   }
   std::string stage = "checking";
   try {

@@ -1,6 +1,8 @@
-"""A model for input_value.test whose If is on a graph input (a sample
-rate): 16000 doubles x, anything else sums it, so the two branches have
-different types. w is an input with an initializer (a constant)."""
+"""Models for input_value.test. rate_switch: an If on a graph input (a
+sample rate): 16000 doubles x, anything else sums it, so the two branches
+have different types; w is an input with an initializer (a constant).
+counted_loop: a Loop whose trip count is a graph input, doubling x on each
+iteration."""
 import os
 import sys
 
@@ -34,3 +36,20 @@ graph = helper.make_graph(
                  helper.make_tensor("w", TensorProto.FLOAT, [1], [0.5])])
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 onnx.save(model, os.path.join(sys.argv[1], "rate_switch.onnx"))
+
+body = helper.make_graph(
+    [helper.make_node("Identity", ["c"], ["c_out"]),
+     helper.make_node("Add", ["acc", "acc"], ["acc_out"])],
+    "double", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+               helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+               helper.make_tensor_value_info("acc", TensorProto.FLOAT, [2])],
+    [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+     helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [2])])
+graph = helper.make_graph(
+    [helper.make_node("Loop", ["M", "", "x"], ["y"], name="repeat", body=body)],
+    "counted_loop",
+    [helper.make_tensor_value_info("M", TensorProto.INT64, []),
+     helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]),
+          os.path.join(sys.argv[1], "counted_loop.onnx"))
