@@ -1668,4 +1668,63 @@ def cases():
             "osprey_resize_%s_%s%s" % (mode, transform,
                                        "_exclude_outside" if exclude else ""),
             node, [xin, scales], [ref])))
+
+    # tf_crop_and_resize: crops reaching outside the input on both sides
+    # (extrapolation_value there), given by scales (the output has
+    # floor(in * scale) elements, as ONNX's shape inference and reference
+    # have it, and coordinates divide by scale * in - 1) and by sizes,
+    # linear and nearest, an axis resized to one element (the middle of its
+    # crop).
+    def crop_ref(x, roi, out_shape, mode, extrapolation, widths):
+        n = x.ndim
+        y = x.astype(np.float64)
+        outside = np.zeros(out_shape, bool)
+        for a in range(n):
+            size_in, size_out = x.shape[a], out_shape[a]
+            start, end = roi[a], roi[n + a]
+            w = np.zeros((size_out, size_in))
+            for o in range(size_out):
+                width = widths[a]
+                c = (0.5 * (start + end) * (size_in - 1) if width == 1 else
+                     start * (size_in - 1) + o * (end - start) * (size_in - 1) /
+                     (width - 1))
+                if c < 0 or c > size_in - 1:
+                    shape = [1] * n
+                    shape[a] = size_out
+                    mark = np.zeros(shape, bool)
+                    mark.reshape(-1)[o] = True
+                    outside |= np.broadcast_to(mark, out_shape)
+                    continue
+                lo = int(math.floor(c))
+                r = c - lo
+                if mode == "nearest":  # round_prefer_floor
+                    w[o, lo + 1 if r > 0.5 else lo] = 1
+                else:
+                    w[o, lo] += 1 - r
+                    if r > 0:
+                        w[o, lo + 1] += r
+            y = np.moveaxis(np.tensordot(w, np.moveaxis(y, a, 0), axes=1), 0, a)
+        y[outside] = extrapolation
+        return y.astype(np.float32)
+
+    x = rng.randn(1, 2, 4, 5).astype(np.float32) * 4
+    x[0, 0, 1, 2], x[0, 1, 3, 0], x[0, 1, 0, 4] = 0.0, -3e4, 2e4
+    roi = np.array([0, 0, -0.3, 0.2, 1, 1, 1.1, 0.9], np.float32)
+    scales = np.array([1, 1, 1.5, 2], np.float32)
+    node = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], mode="linear",
+                            coordinate_transformation_mode="tf_crop_and_resize",
+                            extrapolation_value=10.0)
+    out.append(("Resize", _case(
+        "osprey_resize_crop_scales_linear", node, [x, roi, scales],
+        [crop_ref(x, roi.astype(np.float64), (1, 2, 6, 10), "linear", 10.0,
+                  scales.astype(np.float64) * x.shape)])))
+    x = rng.randn(2, 3, 6).astype(np.float32)
+    x[1, 2, :] = [-1e3, 0.0, -0.0, 1e3, 5.0, -5.0]
+    roi = np.array([0, 0.25, -0.5, 1, 0.75, 0.5], np.float32)
+    sizes = np.array([2, 1, 7], np.int64)
+    node = helper.make_node("Resize", ["x", "roi", "", "sizes"], ["y"], mode="nearest",
+                            coordinate_transformation_mode="tf_crop_and_resize")
+    out.append(("Resize", _case(
+        "osprey_resize_crop_sizes_nearest", node, [x, roi, sizes],
+        [crop_ref(x, roi.astype(np.float64), (2, 1, 7), "nearest", 0.0, (2, 1, 7))])))
     return out

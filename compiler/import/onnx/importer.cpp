@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "compiler/graph/op_registry.h"
+#include "compiler/graph/crop_and_resize.h"
 #include "compiler/graph/passes/evaluator.h"
 #include "compiler/graph/quantization.h"
 #include "compiler/graph/status.h"
@@ -4849,6 +4850,95 @@ private:
     return absl::OkStatus();
   }
 
+  // Resize with tf_crop_and_resize: the Resize, which the lowering
+  // interpolates at every output position (clamped to the input), with
+  // extrapolation_value selected by Where wherever an axis's coordinate
+  // (graph::cropAndResizeCoordinate) falls outside the input. Needs a
+  // constant roi and static shapes.
+  absl::Status importCropAndResize(const onnx::NodeProto &node, int index,
+                                   const std::vector<Value *> &operands,
+                                   const std::map<std::string, Attribute> &attrs) {
+    const std::string name = nodeName(node, index);
+    if (operands.empty() || !operands[0]) {
+      return nodeError(node, index, "expected an input X");
+    }
+    const TensorType &x = operands[0]->type();
+    if (!x.hasStaticShape()) {
+      return unimplemented(node, index,
+                           "tf_crop_and_resize needs an input of static shape");
+    }
+    const int64_t n = x.rank();
+    auto roi = operands.size() > 1 && operands[1]
+                   ? graph::getConstantFloats(operands[1])
+                   : std::nullopt;
+    if (!roi || int64_t(roi->size()) != 2 * n) {
+      return unimplemented(node, index,
+                           "tf_crop_and_resize needs a constant roi of " +
+                               std::to_string(2 * n) + " values");
+    }
+    double extrapolation = 0;
+    if (auto it = attrs.find("extrapolation_value"); it != attrs.end()) {
+      if (!it->second.isFloat()) {
+        return nodeError(node, index,
+                         "attribute 'extrapolation_value' must be a float");
+      }
+      extrapolation = it->second.getFloat();
+    }
+    COMPILER_ASSIGN_OR_RETURN(Value * resized,
+                              rewriteOp(name, "Resize", operands, attrs));
+    const TensorType &t = resized->type();
+    if (!t.hasStaticShape()) {
+      return unimplemented(node, index,
+                           "tf_crop_and_resize needs constant sizes or scales");
+    }
+    std::optional<std::vector<double>> scales;
+    if (operands.size() > 2 && operands[2] &&
+        operands[2]->type().numElements() > 0) {
+      scales = graph::getConstantFloats(operands[2]);
+    }
+    Value *outside = nullptr;
+    for (int64_t a = 0; a < n; ++a) {
+      // As the lowering's resizeTaps: scale * in, or the extent for sizes.
+      const double outWidth =
+          scales ? (*scales)[a] * double(x.dim(a)) : double(t.dim(a));
+      std::vector<int64_t> mask(t.dim(a));
+      bool any = false;
+      for (int64_t o = 0; o < t.dim(a); ++o) {
+        mask[o] = graph::outsideAxis(
+            graph::cropAndResizeCoordinate(x.dim(a), outWidth, (*roi)[a],
+                                           (*roi)[n + a], o),
+            x.dim(a));
+        any |= mask[o] != 0;
+      }
+      if (!any) {
+        continue;
+      }
+      std::vector<int64_t> shape(n, 1);
+      shape[a] = t.dim(a);
+      Op *m = graph_->createConstant(TensorType::ranked(ElementType::Bool, shape),
+                                     DenseData::fromInt64s(ElementType::Bool, mask));
+      m->setNodeName(name);
+      if (outside) {
+        COMPILER_ASSIGN_OR_RETURN(outside,
+                                  rewriteOp(name, "Or", {outside, m->result()}));
+      } else {
+        outside = m->result();
+      }
+    }
+    Value *out = nullptr;
+    if (outside) {
+      COMPILER_ASSIGN_OR_RETURN(
+          out, rewriteOp(name, "Where",
+                         {outside, constScalar(t.elementType(), extrapolation, name),
+                          resized},
+                         {}, node.output(0)));
+    } else {
+      COMPILER_ASSIGN_OR_RETURN(
+          out, rewriteOp(name, "Identity", {resized}, {}, node.output(0)));
+    }
+    return defineOutput(node, index, out);
+  }
+
   absl::Status importConstant(const onnx::NodeProto &node, int index) {
     std::string name = nodeName(node, index);
     if (node.attribute_size() != 1) {
@@ -5093,6 +5183,11 @@ private:
     } else if (kind == OpKind::Resize) {
       COMPILER_RETURN_IF_ERROR(
           canonicalizeResize(node, index, operands, attrs));
+      auto mode = attrs.find("coordinate_transformation_mode");
+      if (mode != attrs.end() && mode->second.isString() &&
+          mode->second.getString() == "tf_crop_and_resize") {
+        return importCropAndResize(node, index, operands, attrs);
+      }
     }
     // Only the first output of these ops is supported.
     size_t results = node.output_size();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "compiler/graph/crop_and_resize.h"
 #include "compiler/structured/lowering/families.h"
 #include "compiler/structured/lowering/indexing.h"
 
@@ -38,10 +39,13 @@ std::vector<double> kernelWeights(const Op &op, double ratio) {
 // weighted linearly or one is picked (nearest mode), or whose four
 // neighbours get Keys' cubic weights (cubic_coeff_a; with exclude_outside
 // the weights of neighbours outside the axis are dropped and the rest
-// renormalized). |coords| receives x per output position.
+// renormalized). |roi| is the axis's crop for tf_crop_and_resize, whose
+// positions outside the input interpolate at the clamped coordinate (the
+// importer selects extrapolation_value there). |coords| receives x per
+// output position.
 absl::StatusOr<std::vector<ResizeTaps>>
 resizeTaps(const Op &op, int64_t in, int64_t out, double scale,
-           std::vector<double> *coords) {
+           std::pair<double, double> roi, std::vector<double> *coords) {
   std::string mode = op.getString("mode", "nearest");
   std::string transform =
       op.getString("coordinate_transformation_mode", "half_pixel");
@@ -60,6 +64,11 @@ resizeTaps(const Op &op, int64_t in, int64_t out, double scale,
       x = o / scale;
     } else if (transform == "tf_half_pixel_for_nearest") {
       x = (o + 0.5) / scale;
+    } else if (transform == "tf_crop_and_resize") {
+      x = graph::cropAndResizeCoordinate(in, outWidth, roi.first, roi.second, o);
+      if (graph::outsideAxis(x, in)) {
+        x = std::clamp(x, 0.0, double(in - 1));
+      }
     } else {
       return absl::UnimplementedError(op.describe() +
                                       ": coordinate_transformation_mode '" +
@@ -255,6 +264,18 @@ absl::Status lowerResize(LoweringContext &ctx, const Op &op) {
   if (scales && scales->size() != n) {
     return op.emitError("scales must list one factor per dimension");
   }
+  std::vector<double> roi(2 * n, 0.0);
+  std::fill(roi.begin() + n, roi.end(), 1.0);
+  if (op.getString("coordinate_transformation_mode", "") == "tf_crop_and_resize") {
+    auto given = op.operand(1) ? graph::getConstantFloats(op.operand(1))
+                               : std::nullopt;
+    if (!given || given->size() != 2 * n) {
+      return absl::UnimplementedError(
+          op.describe() + ": tf_crop_and_resize needs a constant roi of " +
+          std::to_string(2 * n) + " values");
+    }
+    roi = *given;
+  }
   std::vector<unsigned> axes;
   std::vector<std::vector<ResizeTaps>> axisTaps;
   std::vector<std::vector<double>> axisCoords;
@@ -262,7 +283,8 @@ absl::Status lowerResize(LoweringContext &ctx, const Op &op) {
     double scale = scales ? (*scales)[a] : double(t.dim(a)) / x.dim(a);
     std::vector<double> coords;
     COMPILER_ASSIGN_OR_RETURN(
-        auto taps, resizeTaps(op, x.dim(a), t.dim(a), scale, &coords));
+        auto taps, resizeTaps(op, x.dim(a), t.dim(a), scale,
+                              {roi[a], roi[n + a]}, &coords));
     bool identity = t.dim(a) == x.dim(a);
     for (int64_t o = 0; o < t.dim(a) && identity; ++o) {
       identity = taps[o].size() == 1 && taps[o][0].first == o;
