@@ -40,7 +40,7 @@ int64_t broadcastIndex(int64_t linear, llvm::ArrayRef<int64_t> out,
 double applyUnary(const Op &op, double x) {
   switch (op.info()->kind) {
   case OpKind::Relu:
-    return x > 0 ? x : 0;
+    return x > 0 || std::isnan(x) ? x : 0;
   case OpKind::Neg:
     return -x;
   case OpKind::Abs:
