@@ -84,9 +84,10 @@ absl::Status classifyBuffers(DispatchProgram &d) {
 }
 
 // Builds the region for |group| and marks the values it keeps internal.
-absl::StatusOr<DispatchRegion> buildRegion(DispatchProgram &d,
-                                           const FusionGroup &group,
-                                           unsigned groupIndex) {
+// |readers| lists the ops reading each tensor (p.consumers of each).
+absl::StatusOr<DispatchRegion>
+buildRegion(DispatchProgram &d, const FusionGroup &group, unsigned groupIndex,
+            const std::vector<std::vector<unsigned>> &readers) {
   const StructuredProgram &p = d.program;
   DispatchRegion r;
   r.ops = group.ops;
@@ -156,7 +157,7 @@ absl::StatusOr<DispatchRegion> buildRegion(DispatchProgram &d,
     // view) or is a graph output: then the region stores it as well.
     bool stored = i + 1 == group.ops.size() ||
                   d.buffers[op.output.tensor].kind != BufferKind::Transient;
-    for (unsigned user : p.consumers(op.output.tensor)) {
+    for (unsigned user : readers[op.output.tensor]) {
       stored |= p.ops[user].fusion.group != static_cast<int>(groupIndex);
     }
     if (stored) {
@@ -185,10 +186,18 @@ formDispatchRegions(structured::StructuredProgram program) {
     }
   }
   COMPILER_RETURN_IF_ERROR(classifyBuffers(d));
+  std::vector<std::vector<unsigned>> readers(p.tensors.size());
+  for (unsigned i = 0; i < p.ops.size(); ++i) {
+    for (const auto &in : p.ops[i].inputs) {
+      if (readers[in.tensor].empty() || readers[in.tensor].back() != i) {
+        readers[in.tensor].push_back(i);
+      }
+    }
+  }
   std::vector<DispatchRegion> regions;
   for (unsigned g = 0; g < p.groups.size(); ++g) {
     COMPILER_ASSIGN_OR_RETURN(DispatchRegion r,
-                              buildRegion(d, p.groups[g], g));
+                              buildRegion(d, p.groups[g], g, readers));
     regions.push_back(std::move(r));
   }
   // Order regions by data dependencies: a fused op may read a value whose

@@ -499,7 +499,8 @@ void Graph::replaceAllUsesWith(Value *from, Value *to) {
 }
 
 size_t Graph::indexOf(const Op *op) const {
-  for (size_t i = 0; i < ops_.size(); ++i) {
+  // From the back: the ops passes erase are most often recent ones.
+  for (size_t i = ops_.size(); i-- > 0;) {
     if (ops_[i].get() == op) {
       return i;
     }
@@ -514,6 +515,21 @@ void Graph::eraseOp(Op *op) {
     result->definingOp_ = nullptr;
   }
   ops_.erase(ops_.begin() + i);
+}
+
+void Graph::eraseOps(const std::unordered_set<const Op *> &ops) {
+  for (const auto &op : ops_) {
+    if (ops.count(op.get())) {
+      for (Value *result : op->results_) {
+        result->definingOp_ = nullptr;
+      }
+    }
+  }
+  ops_.erase(std::remove_if(ops_.begin(), ops_.end(),
+                            [&](const std::unique_ptr<Op> &op) {
+                              return ops.count(op.get()) != 0;
+                            }),
+             ops_.end());
 }
 
 void Graph::moveBefore(Op *op, Op *before) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <unordered_set>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -282,6 +283,9 @@ public:
   void replaceAllUsesWith(Value *from, Value *to);
   // Destroys |op|; its results must be unused.
   void eraseOp(Op *op);
+  // Destroys every op of |ops| at once; their results must be unused but by
+  // each other.
+  void eraseOps(const std::unordered_set<const Op *> &ops);
   // Moves |op| directly before |before|.
   void moveBefore(Op *op, Op *before);
 

@@ -49,12 +49,36 @@ bool keepsExtent(const StructuredProgram &p, const StructuredOp &copy) {
 
 void inlineCopies(StructuredProgram &p) {
   std::vector<bool> dead(p.ops.size(), false);
+  // Ops that may read each tensor (p.consumers for every tensor at once,
+  // kept up to date as reads move from a copy's output to its input).
+  std::vector<std::vector<unsigned>> readers(p.tensors.size());
+  for (unsigned i = 0; i < p.ops.size(); ++i) {
+    for (const OperandAccess &in : p.ops[i].inputs) {
+      if (readers[in.tensor].empty() || readers[in.tensor].back() != i) {
+        readers[in.tensor].push_back(i);
+      }
+    }
+  }
+  auto consumers = [&](unsigned tensor) {
+    std::vector<unsigned> users;
+    for (unsigned u : readers[tensor]) {
+      for (const OperandAccess &in : p.ops[u].inputs) {
+        if (in.tensor == tensor) {
+          users.push_back(u);
+          break;
+        }
+      }
+    }
+    std::sort(users.begin(), users.end());
+    users.erase(std::unique(users.begin(), users.end()), users.end());
+    return users;
+  };
   for (unsigned i = 0; i < p.ops.size(); ++i) {
     const StructuredOp &copy = p.ops[i];
     if (!isMapOnlyCopy(p, copy)) {
       continue;
     }
-    std::vector<unsigned> users = p.consumers(copy.output.tensor);
+    std::vector<unsigned> users = consumers(copy.output.tensor);
     bool ok = !users.empty();
     bool extentKept = keepsExtent(p, copy);
     for (unsigned u : users) {
@@ -73,6 +97,7 @@ void inlineCopies(StructuredProgram &p) {
       continue;
     }
     for (unsigned u : users) {
+      readers[copy.inputs[0].tensor].push_back(u);
       for (OperandAccess &in : p.ops[u].inputs) {
         if (in.tensor == copy.output.tensor) {
           in.map = copy.inputs[0].map.compose(in.map);
@@ -1437,6 +1462,11 @@ void fuseDepthwisePrologues(StructuredProgram &p,
 
 } // namespace
 
+// Ops one fusion group takes at most: bounds the work of each join (the
+// group's bindings and reach are recomputed per candidate) and the size of
+// one dispatch function, on long elementwise chains (unrolled loops).
+constexpr size_t kMaxGroupOps = 256;
+
 absl::Status fuseAndTile(StructuredProgram &p,
                          const FusionOptions &options) {
   inlineCopies(p);
@@ -1471,6 +1501,7 @@ absl::Status fuseAndTile(StructuredProgram &p,
         }
         int g = p.ops[producer].fusion.group;
         if (p.ops[p.groups[g].root].external ||
+            p.groups[g].ops.size() >= kMaxGroupOps ||
             !readsGroupByIdentity(p, producers, op, g) ||
             groupBindings(p, readers, p.groups[g], i) > kMaxDispatchBindings) {
           continue;

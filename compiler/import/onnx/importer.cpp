@@ -846,12 +846,12 @@ private:
       }
       return folded.status();
     }
+    // |op| was just created: nothing uses its results yet.
     std::vector<Op *> constants;
     for (unsigned i = 0; i < op->numResults(); ++i) {
       Op *c = graph_->createConstant(types[i], std::move((*folded)[i]), op,
                                      op->result(i)->name());
       c->setNodeName(op->nodeName());
-      graph_->replaceAllUsesWith(op->result(i), c->result());
       constants.push_back(c);
     }
     graph_->eraseOp(op);
@@ -3769,23 +3769,29 @@ private:
     return outputs;
   }
 
-  // Loops run at most this many iterations, and inline at most this many
-  // body nodes in all, when unrolled.
+  // A loop runs at most this many iterations when unrolled, and the
+  // unrolled loops of a model (nested ones included) inline at most this
+  // many body nodes in all.
   static constexpr int64_t kMaxUnrolledIterations = 4096;
   static constexpr int64_t kMaxUnrolledNodes = 65536;
 
+  // Counts one more iteration (the |iterations|-th) of |body| against the
+  // limits above.
   absl::Status checkUnrollSize(const onnx::NodeProto &node, int index,
                                const onnx::GraphProto &body,
                                int64_t iterations) {
+    unrolledNodes_ += std::max(1, body.node_size());
     if (iterations > kMaxUnrolledIterations ||
-        iterations * std::max(1, body.node_size()) > kMaxUnrolledNodes) {
+        unrolledNodes_ > kMaxUnrolledNodes) {
       return unimplemented(
           node, index,
           "reaches " + std::to_string(iterations) + " iterations of a " +
-              std::to_string(body.node_size()) +
-              "-node body; loops are unrolled at compile time, up to " +
-              std::to_string(kMaxUnrolledIterations) + " iterations and " +
-              std::to_string(kMaxUnrolledNodes) + " body nodes in all");
+              std::to_string(body.node_size()) + "-node body (" +
+              std::to_string(unrolledNodes_) +
+              " body nodes inlined in all); loops are unrolled at compile "
+              "time, up to " + std::to_string(kMaxUnrolledIterations) +
+              " iterations each and " + std::to_string(kMaxUnrolledNodes) +
+              " body nodes in all");
     }
     return absl::OkStatus();
   }
@@ -4018,10 +4024,10 @@ private:
                            "scan outputs of a Scan over length 0 (their "
                            "element shape is unknown)");
     }
-    COMPILER_RETURN_IF_ERROR(checkUnrollSize(node, index, *body, length));
     std::vector<Value *> state(operands.begin(), operands.begin() + n);
     std::vector<std::vector<Value *>> scanned(k);
     for (int64_t t = 0; t < length; ++t) {
+      COMPILER_RETURN_IF_ERROR(checkUnrollSize(node, index, *body, t + 1));
       std::vector<Value *> inputs = state;
       for (size_t j = 0; j < m; ++j) {
         const int64_t at = inDirs[j] ? length - 1 - t : t;
@@ -5328,6 +5334,8 @@ private:
   bool defaultDomain_ = true;
   std::unique_ptr<Graph> graph_;
   std::unordered_map<std::string, Value *> values_;
+  // Body nodes inlined by unrolled loops so far.
+  int64_t unrolledNodes_ = 0;
 };
 
 // The model's default-domain opset, or 0 when it imports none.

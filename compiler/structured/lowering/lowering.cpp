@@ -30,9 +30,13 @@ unsigned LoweringContext::newTensor(std::string base, TensorType type,
   if (name.empty()) {
     name = "t";
   }
+  // The first free "<name>_<i>": names are never freed, so the search goes
+  // on where the last one for this name stopped.
   std::string unique = name;
-  for (int i = 1; usedNames_.count(unique); ++i) {
+  int &next = nextSuffix_[name];
+  for (int i = std::max(next, 1); usedNames_.count(unique); ++i) {
     unique = name + "_" + std::to_string(i);
+    next = i + 1;
   }
   usedNames_.insert(unique);
   TensorInfo info;

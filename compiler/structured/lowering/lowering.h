@@ -92,6 +92,8 @@ private:
   StructuredProgram program_;
   std::unordered_map<const Value *, unsigned> tensors_;
   std::set<std::string> usedNames_;
+  // Per base name, the suffix where the search for a free name resumes.
+  std::unordered_map<std::string, int> nextSuffix_;
 };
 
 // How reads padded with 0 of which one is in bounds combine into that one's

@@ -2,7 +2,8 @@
 sample rate): 16000 doubles x, anything else sums it, so the two branches
 have different types; w is an input with an initializer (a constant).
 counted_loop: a Loop whose trip count is a graph input, doubling x on each
-iteration."""
+iteration. nested_loop: 300 iterations of a Loop of 300 iterations, more
+body nodes than unrolling allows."""
 import os
 import sys
 
@@ -53,3 +54,26 @@ graph = helper.make_graph(
     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
 onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]),
           os.path.join(sys.argv[1], "counted_loop.onnx"))
+
+def counted(name, inits, nodes, value):
+    body = helper.make_graph(
+        [helper.make_node("Identity", [name + "_c"], [name + "_c_out"])] + nodes,
+        name + "_body", [helper.make_tensor_value_info(name + "_i", TensorProto.INT64, []),
+                         helper.make_tensor_value_info(name + "_c", TensorProto.BOOL, []),
+                         helper.make_tensor_value_info(value, TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info(name + "_c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info(value + "_out", TensorProto.FLOAT, [2])],
+        initializer=inits)
+    return body
+
+
+inner = counted("inner", [], [helper.make_node("Add", ["b", "b"], ["b_out"])], "b")
+outer = counted("outer", [helper.make_tensor("m_inner", TensorProto.INT64, [], [300])], [helper.make_node("Loop", ["m_inner", "", "a"], ["a_out"],
+                                                      body=inner)], "a")
+graph = helper.make_graph(
+    [helper.make_node("Constant", [], ["m"], value=helper.make_tensor("m", TensorProto.INT64, [], [300])),
+     helper.make_node("Loop", ["m", "", "x"], ["y"], name="outer", body=outer)],
+    "nested_loop", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)]),
+          os.path.join(sys.argv[1], "nested_loop.onnx"))
