@@ -3904,23 +3904,50 @@ private:
         running = *next != 0;
       }
     }
-    for (size_t k = 0; k < carried && int(k) < node.output_size(); ++k) {
+    return defineUnrolledOutputs(node, index, state, scanned,
+                                 std::vector<int64_t>(scans, 0),
+                                 std::vector<int64_t>(scans, 0));
+  }
+
+  // Defines the outputs of an unrolled Loop or Scan: the final |state|
+  // values, then each scan output's values per iteration (|scanned|)
+  // stacked along a new axis |axes[j]| (negative: from the end), last
+  // iteration first where |reversed[j]| is 1.
+  absl::Status defineUnrolledOutputs(
+      const onnx::NodeProto &node, int index, const std::vector<Value *> &state,
+      const std::vector<std::vector<Value *>> &scanned,
+      const std::vector<int64_t> &axes, const std::vector<int64_t> &reversed) {
+    const std::string name = nodeName(node, index);
+    const size_t n = state.size();
+    for (size_t j = 0; j < n && int(j) < node.output_size(); ++j) {
       COMPILER_ASSIGN_OR_RETURN(
-          Value * out, rewriteOp(name, "Identity", {state[k]}, {}, node.output(k)));
-      COMPILER_RETURN_IF_ERROR(defineOutput(node, index, out, k));
+          Value * out, rewriteOp(name, "Identity", {state[j]}, {}, node.output(j)));
+      COMPILER_RETURN_IF_ERROR(defineOutput(node, index, out, j));
     }
-    for (size_t k = 0; k < scans && int(carried + k) < node.output_size(); ++k) {
-      if (node.output(carried + k).empty()) {
+    for (size_t j = 0; j < scanned.size() && int(n + j) < node.output_size(); ++j) {
+      if (node.output(n + j).empty()) {
         continue;
       }
-      if (scanned[k].empty()) {
+      if (scanned[j].empty()) {
         return unimplemented(node, index,
-                             "a scan output of a loop that runs no iteration "
-                             "(its element shape is unknown)");
+                             "a scan output of no iteration (its element "
+                             "shape is unknown)");
       }
-      COMPILER_ASSIGN_OR_RETURN(
-          Value * out, stack(name, scanned[k], 0, node.output(carried + k)));
-      COMPILER_RETURN_IF_ERROR(defineOutput(node, index, out, carried + k));
+      const int64_t r = scanned[j][0]->type().rank() + 1;
+      int64_t axis = axes[j];
+      if (axis < -r || axis >= r) {
+        return nodeError(node, index,
+                         "scan_output_axes entry " + std::to_string(axis) +
+                             " is out of range for rank " + std::to_string(r));
+      }
+      axis = axis < 0 ? axis + r : axis;
+      std::vector<Value *> parts = scanned[j];
+      if (reversed[j]) {
+        std::reverse(parts.begin(), parts.end());
+      }
+      COMPILER_ASSIGN_OR_RETURN(Value * out,
+                                stack(name, parts, axis, node.output(n + j)));
+      COMPILER_RETURN_IF_ERROR(defineOutput(node, index, out, n + j));
     }
     return absl::OkStatus();
   }
@@ -4019,11 +4046,6 @@ private:
         return nodeError(node, index, "scan directions must be 0 or 1");
       }
     }
-    if (length == 0 && k > 0) {
-      return unimplemented(node, index,
-                           "scan outputs of a Scan over length 0 (their "
-                           "element shape is unknown)");
-    }
     std::vector<Value *> state(operands.begin(), operands.begin() + n);
     std::vector<std::vector<Value *>> scanned(k);
     for (int64_t t = 0; t < length; ++t) {
@@ -4046,32 +4068,7 @@ private:
         scanned[j].push_back(out[n + j]);
       }
     }
-    for (size_t j = 0; j < n && int(j) < node.output_size(); ++j) {
-      COMPILER_ASSIGN_OR_RETURN(
-          Value * out, rewriteOp(name, "Identity", {state[j]}, {}, node.output(j)));
-      COMPILER_RETURN_IF_ERROR(defineOutput(node, index, out, j));
-    }
-    for (size_t j = 0; j < k && int(n + j) < node.output_size(); ++j) {
-      if (node.output(n + j).empty()) {
-        continue;
-      }
-      const int64_t r = scanned[j][0]->type().rank() + 1;
-      int64_t axis = outAxes[j];
-      if (axis < -r || axis >= r) {
-        return nodeError(node, index,
-                         "scan_output_axes entry " + std::to_string(axis) +
-                             " is out of range for rank " + std::to_string(r));
-      }
-      axis = axis < 0 ? axis + r : axis;
-      std::vector<Value *> parts = scanned[j];
-      if (outDirs[j]) {
-        std::reverse(parts.begin(), parts.end());
-      }
-      COMPILER_ASSIGN_OR_RETURN(Value * out,
-                                stack(name, parts, axis, node.output(n + j)));
-      COMPILER_RETURN_IF_ERROR(defineOutput(node, index, out, n + j));
-    }
-    return absl::OkStatus();
+    return defineUnrolledOutputs(node, index, state, scanned, outAxes, outDirs);
   }
 
   // One step of the training domain's optimizers over n tensors, as their
